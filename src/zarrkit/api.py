@@ -1,0 +1,136 @@
+"""The public entry points: `open`, `create`, `open_group`, `group`, `array`, ..."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import storage
+from .array import Array
+from .creation import create_array_at
+from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
+from .group import Group, create_group_at, open_node
+from .kvstore import open_kvstore
+from .metadata.names import normalize_path
+
+_MODES = ("r", "r+", "a", "w", "w-")
+
+
+def _resolve(where: Any, path: str | None, mode: str) -> tuple[Any, str]:
+    if mode not in _MODES:
+        raise SpecError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
+    store, base = open_kvstore(where if where is not None else "memory://",
+                               read_only=mode == "r")
+    full = storage.join(base, normalize_path(path)) if path else base
+    return store, normalize_path(full)
+
+
+def open(where: Any = None, mode: str = "a", *, path: str | None = None,
+         **kwargs: Any) -> Array | Group:
+    """Open (or, by mode, create) the array or group at `where`.
+
+    `where` is a path, a URL (`file://`, `memory://`, `...zip`), a store, or a TensorStore-style
+    spec dict (`{"driver": "zarr3", "kvstore": ..., "metadata": ...}`, with `create=`, `open=`,
+    `delete_existing=` keywords). Modes: "r" read only; "r+" read/write, must exist; "a"
+    read/write, created if missing; "w" create, replacing what exists; "w-" create, fail if
+    anything exists. Creating with `shape=` makes an array, otherwise a group.
+    """
+    if isinstance(where, dict) and "driver" in where:
+        from .spec.open import open_spec  # spec layer: imported on demand, it is optional
+
+        return open_spec(where, **kwargs)
+    store, full = _resolve(where, path, mode)
+    exists = storage.node_exists(store, full)
+    if mode in ("r", "r+") or (mode == "a" and exists):
+        if mode in ("r", "r+") and kwargs:
+            raise SpecError(f"mode {mode!r} opens an existing node; unexpected arguments "
+                            f"{', '.join(sorted(kwargs))}")
+        return open_node(store, full, read_only=mode == "r")
+    if mode == "w-" and exists:
+        raise NodeExistsError(f"a node already exists at {full or '/'!r} (mode 'w-')")
+    if "shape" in kwargs:
+        return create_array_at(store, full, overwrite=mode == "w", **kwargs)
+    return create_group_at(store, full, attributes=kwargs.pop("attributes", None),
+                           overwrite=mode == "w")
+
+
+def open_array(where: Any = None, mode: str = "a", *, path: str | None = None,
+               **kwargs: Any) -> Array:
+    node = open(where, mode, path=path, **kwargs)
+    if not isinstance(node, Array):
+        raise NodeTypeError(f"{node.name} is a group, not an array")
+    return node
+
+
+def open_group(where: Any = None, mode: str = "a", *, path: str | None = None,
+               attributes: dict[str, Any] | None = None) -> Group:
+    store, full = _resolve(where, path, mode)
+    exists = storage.node_exists(store, full)
+    if mode in ("r", "r+") or (mode == "a" and exists):
+        node = open_node(store, full, read_only=mode == "r")
+        if not isinstance(node, Group):
+            raise NodeTypeError(f"{node.name} is an array, not a group")
+        return node
+    if mode == "w-" and exists:
+        raise NodeExistsError(f"a node already exists at {full or '/'!r} (mode 'w-')")
+    return create_group_at(store, full, attributes=attributes, overwrite=mode == "w")
+
+
+def group(where: Any = None, *, path: str | None = None, overwrite: bool = False,
+          attributes: dict[str, Any] | None = None) -> Group:
+    """Create a group (or open an existing one unless `overwrite`)."""
+    return open_group(where, "w" if overwrite else "a", path=path, attributes=attributes)
+
+
+def create(where: Any = None, shape: Any = None, dtype: Any = "float64", *,
+           path: str | None = None, overwrite: bool = False, **kwargs: Any) -> Array:
+    """Create an array.
+
+    Keywords: `chunks`, `shards`, `codecs` (a complete v3 codec list) or `filters`/`serializer`/
+    `compressors`, `fill_value`, `dimension_names`, `attributes`, `chunk_key_encoding`,
+    `index_codecs`, `index_location`, `write_empty_chunks`, `overwrite`.
+    """
+    if shape is None:
+        raise SpecError("create needs a shape")
+    store, full = _resolve(where, path, "w" if overwrite else "a")
+    return create_array_at(store, full, shape, dtype, overwrite=overwrite, **kwargs)
+
+
+def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
+    """Create an array holding `data`."""
+    data = np.asarray(data)
+    a = create(where, data.shape, kwargs.pop("dtype", data.dtype), **kwargs)
+    a[...] = data
+    return a
+
+
+def full(where: Any = None, shape: Any = None, fill_value: Any = 0, **kwargs: Any) -> Array:
+    return create(where, shape, fill_value=fill_value, **kwargs)
+
+
+def zeros(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
+    return create(where, shape, fill_value=0, **kwargs)
+
+
+def ones(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
+    return create(where, shape, fill_value=1, **kwargs)
+
+
+def empty(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
+    return create(where, shape, **kwargs)
+
+
+def load(where: Any, path: str | None = None) -> np.ndarray:
+    node = open(where, "r", path=path)
+    if not isinstance(node, Array):
+        raise NodeTypeError(f"{node.name} is a group; load reads arrays")
+    return node[...]
+
+
+def save(where: Any, data: Any, **kwargs: Any) -> Array:
+    return array(data, where, overwrite=True, **kwargs)
+
+
+__all__ = ["open", "open_array", "open_group", "group", "create", "array", "full", "zeros",
+           "ones", "empty", "load", "save", "NodeNotFoundError"]

@@ -1,0 +1,310 @@
+"""`Array`: a Zarr array node, a thin object over its metadata and the chunk engine."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import storage
+from .attributes import Attributes
+from .engine import chunk_io
+from .errors import ReadOnlyError, SelectionError
+from .indexing import Plan, basic_plan, chunk_region, orthogonal_plan, vectorized_plan
+from .kvstore.base import KvStore
+from .metadata.v3 import ArrayMetadataV3
+
+
+class Array:
+    """A Zarr array. Index it like a numpy array; `oindex`/`vindex` for array indices."""
+
+    def __init__(self, store: KvStore, path: str, metadata: ArrayMetadataV3, *,
+                 read_only: bool = False, write_empty_chunks: bool = False) -> None:
+        self.store = store
+        self.path = path
+        self.read_only = read_only or store.read_only
+        self.write_empty_chunks = write_empty_chunks
+        self._set_metadata(metadata)
+
+    def _set_metadata(self, metadata: ArrayMetadataV3) -> None:
+        self._metadata = metadata
+        prefix = storage.prefix_of(self.path)
+        encode = metadata.chunk_key_encoding.encode
+        key: Callable[[tuple[int, ...]], str] = (lambda c: prefix + encode(c)) if prefix \
+            else encode
+        self._engine = chunk_io.ChunkedArray(
+            self.store, metadata.shape, metadata.chunk_shape, metadata.codec_chain,
+            metadata.fill_value, key, self.write_empty_chunks)
+
+    # -- description -----------------------------------------------------------------------------
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The metadata document (zarr.json) as a dict."""
+        return self._metadata.to_json()
+
+    @property
+    def zarr_format(self) -> int:
+        return 3
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._metadata.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._metadata.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The read chunk shape: inner chunks of a sharded array, else the chunk shape."""
+        return self._engine.read_chunk_shape
+
+    @property
+    def shards(self) -> tuple[int, ...] | None:
+        """The shard shape (the chunk grid's shape) of a sharded array, else None."""
+        return self._metadata.chunk_shape if self._engine.sharding is not None else None
+
+    @property
+    def fill_value(self) -> Any:
+        return self._metadata.fill_value
+
+    @property
+    def dimension_names(self) -> tuple[str | None, ...] | None:
+        return self._metadata.dimension_names
+
+    @property
+    def name(self) -> str:
+        return "/" + self.path
+
+    @property
+    def basename(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def nchunks(self) -> int:
+        return chunk_io.nchunks(self.shape, self._metadata.chunk_shape)
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(lambda: self._metadata.attributes, self._update_attributes)
+
+    def _update_attributes(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        self._check_writable()
+        key = storage.metadata_key(self.path)
+        with self.store.lock(key):
+            current = storage.read_node(self.store, self.path)
+            if not isinstance(current, ArrayMetadataV3):
+                current = self._metadata
+            attrs = dict(current.attributes)
+            change(attrs)
+            updated = current.evolve(attributes=attrs)
+            storage.write_metadata(self.store, self.path, updated)
+        self._set_metadata(updated)
+        return attrs
+
+    def __repr__(self) -> str:
+        return f"<zarrkit.Array {self.name} shape={self.shape} dtype={self.dtype}>"
+
+    # -- reading and writing -------------------------------------------------------------------
+    def __getitem__(self, selection: Any) -> Any:
+        return self._read(self._plan(selection))
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self._write(self._plan(selection), value)
+
+    def _plan(self, selection: Any) -> Plan:
+        sel = selection if isinstance(selection, tuple) else (selection,)
+        arrays = [s for s in sel if isinstance(s, list | np.ndarray)]
+        if not arrays:
+            return basic_plan(sel, self.shape, self.chunks)
+        if len(arrays) == 1 and np.asarray(arrays[0]).dtype == bool \
+                and np.ndim(arrays[0]) == self.ndim > 1:
+            return vectorized_plan(sel, self.shape, self.chunks)
+        if len(arrays) == 1:  # numpy semantics equal orthogonal indexing here
+            return orthogonal_plan(sel, self.shape, self.chunks)
+        if all(isinstance(s, list | np.ndarray) for s in sel):
+            return vectorized_plan(sel, self.shape, self.chunks)
+        raise SelectionError("mixing several index arrays with slices is ambiguous; "
+                             "use .oindex[...] (outer) or .vindex[...] (points)")
+
+    def _read(self, plan: Plan) -> Any:
+        result = chunk_io.read(self._engine, plan)
+        return result[()] if result.ndim == 0 else result
+
+    def _write(self, plan: Plan, value: Any) -> None:
+        self._check_writable()
+        value = np.asarray(value)
+        try:
+            np.broadcast_shapes(value.shape, plan.out_shape)
+        except ValueError:
+            raise SelectionError(f"cannot write a value of shape {value.shape} into a "
+                                 f"selection of shape {plan.out_shape}") from None
+        chunk_io.write(self._engine, plan, value)
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"array {self.name} is read-only")
+
+    @property
+    def oindex(self) -> _Indexer:
+        """Orthogonal (outer) indexing: each axis by integer, slice, integer or boolean array."""
+        return _Indexer(self, orthogonal_plan)
+
+    @property
+    def vindex(self) -> _Indexer:
+        """Vectorized (point) indexing with broadcast coordinate arrays, or a boolean mask."""
+        return _Indexer(self, vectorized_plan)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        data = np.asarray(self[...])
+        return data if dtype is None else data.astype(dtype)
+
+    def read(self) -> np.ndarray:
+        return np.asarray(self[...])
+
+    # -- changing the shape ----------------------------------------------------------------------
+    def resize(self, *shape: Any) -> None:
+        """Change the shape. Data outside the new shape is erased, so growing again later shows
+        the fill value there, never stale values."""
+        self._check_writable()
+        new_shape = tuple(int(s) for s in (shape[0] if len(shape) == 1 and
+                                           isinstance(shape[0], tuple | list) else shape))
+        if len(new_shape) != self.ndim or any(s < 0 for s in new_shape):
+            raise SelectionError(f"cannot resize array {self.name} of rank {self.ndim} "
+                                 f"to {new_shape}")
+        self._erase_outside(new_shape)
+        with self.store.lock(storage.metadata_key(self.path)):
+            updated = self._metadata.evolve(shape=new_shape)
+            storage.write_metadata(self.store, self.path, updated)
+        self._set_metadata(updated)
+
+    def _erase_outside(self, new_shape: tuple[int, ...]) -> None:
+        old_shape, grid_chunks = self.shape, self._metadata.chunk_shape
+        if all(n >= o for n, o in zip(new_shape, old_shape, strict=True)):
+            return
+        doomed, trimmed = [], []
+        for coords in np.ndindex(*(-(-s // c) for s, c in zip(old_shape, grid_chunks,
+                                                                strict=True))):
+            region = chunk_region(coords, grid_chunks, old_shape)
+            if any(r.start >= n for r, n in zip(region, new_shape, strict=True)):
+                doomed.append(self._engine.key(coords))
+            elif any(r.stop > n for r, n in zip(region, new_shape, strict=True)):
+                trimmed.append(region)
+        self.store.delete_many(doomed)
+        for region in trimmed:  # set the part beyond the new shape to the fill value
+            for axis, n in enumerate(new_shape):
+                r = region[axis]
+                if r.stop > n:
+                    sel = list(region)
+                    sel[axis] = slice(n, r.stop)
+                    self[tuple(sel)] = self.fill_value
+
+    def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
+        """Grow along `axis` and write `data` at the end. Returns the new shape."""
+        data = np.asarray(data)
+        if data.ndim != self.ndim:
+            raise SelectionError(f"cannot append {data.ndim}-d data to {self.ndim}-d array")
+        axis = axis + self.ndim if axis < 0 else axis
+        old = self.shape
+        for i in range(self.ndim):
+            if i != axis and data.shape[i] != old[i]:
+                raise SelectionError(f"cannot append data of shape {data.shape} to array of "
+                                     f"shape {old} along axis {axis}")
+        new_shape = tuple(o + data.shape[i] if i == axis else o for i, o in enumerate(old))
+        self.resize(new_shape)
+        sel = tuple(slice(old[i], None) if i == axis else slice(None) for i in range(self.ndim))
+        self[sel] = data
+        return new_shape
+
+    # -- storage ---------------------------------------------------------------------------------
+    def nbytes_stored(self) -> int:
+        prefix = storage.prefix_of(self.path)
+        return sum(self.store.size(k) or 0 for k in self.store.list_prefix(prefix))
+
+    def nchunks_initialized(self) -> int:
+        prefix = storage.prefix_of(self.path)
+        meta = storage.metadata_key(self.path)
+        return sum(1 for k in self.store.list_prefix(prefix) if k != meta)
+
+    @property
+    def info(self) -> ArrayInfo:
+        return ArrayInfo(self)
+
+
+class _Indexer:
+    def __init__(self, array: Array, planner: Callable[..., Plan]) -> None:
+        self._array = array
+        self._planner = planner
+
+    def __getitem__(self, selection: Any) -> Any:
+        a = self._array
+        return a._read(self._planner(selection, a.shape, a.chunks))
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        a = self._array
+        a._write(self._planner(selection, a.shape, a.chunks), value)
+
+
+class ArrayInfo:
+    """A readable summary of an array (`print(array.info)`)."""
+
+    def __init__(self, array: Array) -> None:
+        self.array = array
+
+    def rows(self) -> list[tuple[str, str]]:
+        a = self.array
+        md = a._metadata
+        stored = a.nbytes_stored()
+        rows = [
+            ("Type", "Array"), ("Zarr format", str(a.zarr_format)), ("Name", a.name),
+            ("Data type", md.data_type.to_json() if hasattr(md.data_type, "to_json")
+             else str(a.dtype)),
+            ("Shape", str(a.shape)), ("Chunk shape", str(a.chunks)),
+        ]
+        if a.shards is not None:
+            rows.append(("Shard shape", str(a.shards)))
+        rows += [
+            ("Fill value", repr(a.fill_value)),
+            ("Codecs", ", ".join(c["name"] for c in a.metadata["codecs"])),
+            ("Store", f"{a.store.driver} {a.store.to_json().get('path', '')}".strip()),
+            ("Read-only", str(a.read_only)),
+            ("No. bytes", f"{a.nbytes} ({_human(a.nbytes)})"),
+            ("No. bytes stored", f"{stored} ({_human(stored)})"),
+            ("Storage ratio", f"{a.nbytes / stored:.1f}" if stored else "-"),
+            ("Chunks stored", f"{a.nchunks_initialized()}/{a.nchunks}"),
+        ]
+        return rows
+
+    def __str__(self) -> str:
+        rows = self.rows()
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
+
+    __repr__ = __str__
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return str(n)

@@ -1,0 +1,21 @@
+"""Zarr v3 codecs: the registry, one module per codec, the codec chain and sharding.
+
+Importing this package registers every built-in codec.
+"""
+
+from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
+from .blosc import BloscCodec
+from .bytes import BytesCodec
+from .chain import CodecChain
+from .crc32c import Crc32cCodec
+from .gzip import GzipCodec
+from .registry import get_codec_class, parse_codec, register_codec, registered_codecs
+from .sharding import ShardingCodec
+from .transpose import TransposeCodec
+from .zstd import ZstdCodec
+
+__all__ = [
+    "ArrayArrayCodec", "ArrayBytesCodec", "BloscCodec", "Buffer", "BytesBytesCodec", "BytesCodec",
+    "ChunkSpec", "Codec", "CodecChain", "Crc32cCodec", "GzipCodec", "ShardingCodec", "TransposeCodec",
+    "ZstdCodec", "get_codec_class", "parse_codec", "register_codec", "registered_codecs",
+]

@@ -1,0 +1,113 @@
+"""The `bytes` codec: an array as its elements' bytes in C order, little or big endian."""
+
+from __future__ import annotations
+
+import math
+import sys
+from functools import lru_cache
+from typing import Any, NamedTuple, Self
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import CodecError, CorruptDataError
+from ._buffers import nbytes
+from ._config import check_members, get_choice
+from .base import ArrayBytesCodec, Buffer, ChunkSpec
+from .registry import register_codec
+
+_ENDIANS = ("little", "big")
+_NUMPY_KINDS = frozenset("biufcmMSU")
+
+
+def _is_extension(dtype: np.dtype) -> bool:
+    """ml_dtypes types (bfloat16, int4, float8...) are kind 'V' but not raw bytes."""
+    return dtype.kind == "V" and dtype.type is not np.void
+
+
+def _check_dtype(dtype: np.dtype) -> None:
+    plain_raw = dtype.kind == "V" and dtype.fields is None and dtype.subdtype is None
+    if not (dtype.kind in _NUMPY_KINDS or plain_raw or _is_extension(dtype)):
+        raise CodecError(f"bytes codec: data type {dtype} cannot be encoded")
+
+
+def endian_applies(dtype: np.dtype) -> bool:
+    """Whether `endian` matters (and so is required) for `dtype`."""
+    return dtype.itemsize > 1 and (dtype.kind not in "SV" or _is_extension(dtype))
+
+
+class _Plan(NamedTuple):
+    swap_to: np.dtype | None  # stored (byte-swapped) dtype of `carrier`, when a swap is needed
+    carrier: np.dtype  # dtype the array is viewed as for swapping (a uint for ml_dtypes types)
+    mask: int  # sub-byte types: the value bits of each byte, else 0
+
+
+@lru_cache(maxsize=256)
+def _plan(dtype: np.dtype, endian: str | None) -> _Plan:
+    mask = 0
+    if _is_extension(dtype) and dtype.itemsize == 1:
+        info = ml_dtypes.iinfo(dtype) if dtype.name.startswith(("int", "uint")) else ml_dtypes.finfo(dtype)
+        if info.bits < 8:
+            # TensorStore stores one sub-byte value per byte, in the low bits; ml_dtypes uses the same
+            # layout in memory but ignores the high bits, which must be zero when stored.
+            mask = (1 << info.bits) - 1
+    carrier = np.dtype(f"u{dtype.itemsize}") if _is_extension(dtype) else dtype
+    swap = endian is not None and endian != sys.byteorder and endian_applies(dtype)
+    return _Plan(carrier.newbyteorder(">" if endian == "big" else "<") if swap else None, carrier, mask)
+
+
+@register_codec
+class BytesCodec(ArrayBytesCodec):
+    name = "bytes"
+
+    def __init__(self, endian: str | None = "little") -> None:
+        if endian is not None and endian not in _ENDIANS:
+            raise CodecError(f"bytes codec: 'endian' must be 'little' or 'big', got {endian!r}")
+        self.endian = endian
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Self:
+        check_members(config, ("endian",), cls.name)
+        # Absent is valid: TensorStore omits it for single-byte types; evolve fills it when needed.
+        return cls(get_choice(config, "endian", cls.name, _ENDIANS, default=None))
+
+    def to_json(self) -> dict[str, Any]:
+        if self.endian is None:
+            return {"name": self.name}
+        return {"name": self.name, "configuration": {"endian": self.endian}}
+
+    def evolve(self, spec: ChunkSpec) -> BytesCodec:
+        _check_dtype(spec.dtype)
+        endian = (self.endian or "little") if endian_applies(spec.dtype) else None
+        return self if endian == self.endian else BytesCodec(endian)
+
+    def encoded_size(self, spec: ChunkSpec) -> int:
+        return spec.nbytes
+
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
+        """The result may share memory with `array` (no copy when it is C-contiguous and native)."""
+        plan = _plan(spec.dtype, self.endian)
+        if plan.mask:
+            array = np.bitwise_and(array.view(np.uint8), plan.mask, order="C")
+        elif plan.swap_to is not None:
+            array = array.view(plan.carrier).astype(plan.swap_to, order="C")
+        else:
+            array = np.ascontiguousarray(array)
+        return memoryview(array.reshape(-1).view(np.uint8))
+
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
+        """A read-only view of `data` when no conversion is needed."""
+        dtype = spec.dtype
+        expected = math.prod(spec.shape) * dtype.itemsize
+        actual = nbytes(data)
+        if actual != expected:
+            raise CorruptDataError(
+                f"bytes codec: chunk of shape {spec.shape} and type {dtype} needs {expected} bytes, got {actual}")
+        plan = _plan(dtype, self.endian)
+        if plan.mask:
+            out = np.bitwise_and(np.frombuffer(data, np.uint8), plan.mask).view(dtype)
+        elif plan.swap_to is not None:
+            out = np.frombuffer(data, plan.swap_to).astype(plan.carrier).view(dtype)
+        else:
+            out = np.frombuffer(data, dtype)
+        return out.reshape(spec.shape)

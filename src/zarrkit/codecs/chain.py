@@ -1,0 +1,138 @@
+"""A codec chain bound to one chunk spec: parsed, ordered, evolved and checked once, then run per
+chunk with no further validation (the hot path is a few precomputed calls)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from ..errors import CodecError, CorruptDataError, ZarrkitError
+from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
+from .registry import parse_codec
+
+
+def check_order(codecs: Sequence[Codec], where: str) -> None:
+    """array->array*, then exactly one array->bytes, then bytes->bytes* (the spec's rule)."""
+    seen_array_bytes = False
+    for i, codec in enumerate(codecs):
+        label = f"{where}[{i}]: {getattr(codec, 'name', codec)!r}"
+        if isinstance(codec, ArrayArrayCodec):
+            if seen_array_bytes:
+                raise CodecError(f"{label} is an array->array codec, so it must come before the array->bytes codec")
+        elif isinstance(codec, ArrayBytesCodec):
+            if seen_array_bytes:
+                raise CodecError(f"{label} is a second array->bytes codec; exactly one is allowed")
+            seen_array_bytes = True
+        elif isinstance(codec, BytesBytesCodec):
+            if not seen_array_bytes:
+                raise CodecError(f"{label} is a bytes->bytes codec, so it must come after an array->bytes codec")
+        else:
+            raise CodecError(f"{label} is not a codec")
+    if not seen_array_bytes:
+        raise CodecError(f"{where}: needs exactly one array->bytes codec (e.g. 'bytes'), found none")
+
+
+class CodecChain:
+    """The codecs of an array (or of a shard's inner chunks or index), bound to `spec`."""
+
+    __slots__ = ("codecs", "array_array", "array_bytes", "bytes_bytes", "spec", "_encoded_size",
+                 "_aa_encode", "_ab_encode", "_bb_encode", "_aa_decode", "_ab_decode", "_bb_decode")
+
+    codecs: tuple[Codec, ...]
+    array_array: tuple[ArrayArrayCodec, ...]
+    array_bytes: ArrayBytesCodec
+    bytes_bytes: tuple[BytesBytesCodec, ...]
+    spec: ChunkSpec
+
+    @classmethod
+    def from_json(cls, codecs: list[Any], spec: ChunkSpec, *, where: str = "codecs") -> CodecChain:
+        if not isinstance(codecs, list | tuple) or not codecs:
+            raise CodecError(f"{where}: must be a non-empty array of codecs, got {codecs!r}")
+        parsed = [parse_codec(c, where=f"{where}[{i}]") for i, c in enumerate(codecs)]
+        return cls.from_codecs(parsed, spec, where=where)
+
+    @classmethod
+    def from_codecs(cls, codecs: Sequence[Codec], spec: ChunkSpec, *, where: str = "codecs") -> CodecChain:
+        check_order(codecs, where)
+        evolved: list[Codec] = []
+        specs: list[ChunkSpec] = []  # specs[i]: the decoded representation codec i receives
+        current = spec
+        for i, codec in enumerate(codecs):
+            try:
+                codec = codec.evolve(current)
+                specs.append(current)
+                current = codec.resolve(current)
+            except CodecError as e:
+                raise CodecError(f"{where}[{i}]: {e}") from e
+            evolved.append(codec)
+        return cls(evolved, specs, spec)
+
+    def __init__(self, codecs: Sequence[Codec], specs: Sequence[ChunkSpec], spec: ChunkSpec) -> None:
+        """Use from_json/from_codecs: this trusts `codecs` to be ordered and evolved."""
+        self.codecs = tuple(codecs)
+        self.spec = spec
+        n_aa = next(i for i, c in enumerate(codecs) if isinstance(c, ArrayBytesCodec))
+        self.array_array = tuple(codecs[:n_aa])  # type: ignore[arg-type]
+        self.array_bytes = codecs[n_aa]  # type: ignore[assignment]
+        self.bytes_bytes = tuple(codecs[n_aa + 1:])  # type: ignore[arg-type]
+        ab_spec = specs[n_aa]
+        self._aa_encode = [partial(c.encode, spec=s) for c, s in zip(self.array_array, specs, strict=False)]
+        self._aa_decode = [partial(c.decode, spec=s) for c, s in zip(self.array_array, specs, strict=False)][::-1]
+        self._ab_encode = partial(self.array_bytes.encode, spec=ab_spec)
+        self._ab_decode = partial(self.array_bytes.decode, spec=ab_spec)
+        self._bb_encode = [partial(c.encode, spec=ab_spec) for c in self.bytes_bytes]
+        size = self.array_bytes.encoded_size(ab_spec)
+        bb_decode: list[Callable[[Buffer], Buffer]] = []
+        for codec in self.bytes_bytes:
+            # When the decoded size is known, compressors can refuse to inflate beyond it.
+            sized = getattr(codec, "decode_sized", None)
+            if size is not None and sized is not None:
+                bb_decode.append(partial(sized, spec=ab_spec, size=size))
+            else:
+                bb_decode.append(partial(codec.decode, spec=ab_spec))
+            size = None if size is None else codec.encoded_size(size)
+        self._bb_decode = bb_decode[::-1]
+        self._encoded_size = size
+
+    def encode(self, array: np.ndarray) -> Buffer:
+        """Encode one chunk of exactly spec.shape and spec.dtype.
+
+        The result may share memory with `array` (e.g. a lone `bytes` codec on native data), so it
+        must be copied or consumed before `array` is modified.
+        """
+        if array.shape != self.spec.shape or array.dtype != self.spec.dtype:
+            raise ValueError(f"chunk of shape {array.shape} and type {array.dtype} does not match "
+                             f"the codec chain's {self.spec.shape} {self.spec.dtype}")
+        for encode in self._aa_encode:
+            array = encode(array)
+        data = self._ab_encode(array)
+        for encode_bytes in self._bb_encode:
+            data = encode_bytes(data)
+        return data
+
+    def decode(self, data: Buffer) -> np.ndarray:
+        """Decode one stored chunk to spec.shape/spec.dtype (possibly a read-only or strided view)."""
+        try:
+            for decode_bytes in self._bb_decode:
+                data = decode_bytes(data)
+            array = self._ab_decode(data)
+            for decode in self._aa_decode:
+                array = decode(array)
+        except ZarrkitError:
+            raise
+        except Exception as e:  # a codec library's own error: the stored bytes are bad
+            raise CorruptDataError(f"cannot decode chunk: {type(e).__name__}: {e}") from e
+        return array
+
+    def encoded_size(self) -> int | None:
+        """The exact size of every encoded chunk, or None if it varies (compression, sharding)."""
+        return self._encoded_size
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.codecs]
+
+    def __repr__(self) -> str:
+        return f"CodecChain({self.to_json()!r}, shape={self.spec.shape}, dtype={self.spec.dtype})"

@@ -1,0 +1,231 @@
+"""The `sharding_indexed` codec: a shard holds many inner chunks plus an index of where each is.
+
+The codec is bound to a shard shape by `evolve`, which builds the inner and index codec chains;
+the engine can use `index_byte_range`, `decode_index` and `inner.decode` to read single inner
+chunks, and `encode_shard` to write a shard from already-encoded inner chunks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Self
+
+import numpy as np
+
+from ..errors import CodecError, CorruptDataError
+from ..kvstore.base import ByteRange
+from ._buffers import byte_view, nbytes
+from ._config import check_members, get_choice, get_list, get_shape
+from .base import ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
+from .bytes import BytesCodec
+from .chain import CodecChain, check_order
+from .crc32c import Crc32cCodec
+from .registry import parse_codec, register_codec
+
+EMPTY = 2**64 - 1  # offset and nbytes of an absent inner chunk
+_LOCATIONS = ("start", "end")
+_NAME = "sharding_indexed"
+
+
+@register_codec
+class ShardingCodec(ArrayBytesCodec):
+    name = _NAME
+
+    def __init__(self, chunk_shape: Sequence[int], codecs: Sequence[Codec] = (BytesCodec(),),
+                 index_codecs: Sequence[Codec] = (BytesCodec(), Crc32cCodec()),
+                 index_location: str = "end") -> None:
+        self.chunk_shape = get_shape({"chunk_shape": list(chunk_shape)}, "chunk_shape", _NAME)
+        self.codecs = tuple(codecs)
+        self.index_codecs = tuple(index_codecs)
+        self.index_location: str = get_choice(
+            {"index_location": index_location}, "index_location", _NAME, _LOCATIONS)
+        check_order(self.codecs, f"{_NAME}.codecs")
+        check_order(self.index_codecs, f"{_NAME}.index_codecs")
+        for i, codec in enumerate(self.index_codecs):
+            if isinstance(codec, BytesBytesCodec) and codec.encoded_size(16) is None:
+                raise CodecError(f"{_NAME}.index_codecs[{i}]: {codec.name!r} has a variable encoded size, "
+                                 "which the shard index cannot use")
+        self.spec: ChunkSpec | None = None  # set by evolve(), with the attributes below
+        self.inner: CodecChain
+        self.index: CodecChain
+        self.chunks_per_shard: tuple[int, ...]
+        self.index_nbytes: int
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Self:
+        check_members(config, ("chunk_shape", "codecs", "index_codecs", "index_location"), _NAME)
+        chunk_shape = get_shape(config, "chunk_shape", _NAME)
+        chains = {key: [parse_codec(c, where=f"{_NAME}.{key}[{i}]")
+                        for i, c in enumerate(get_list(config, key, _NAME))]
+                  for key in ("codecs", "index_codecs")}
+        location = get_choice(config, "index_location", _NAME, _LOCATIONS, default="end")
+        return cls(chunk_shape, chains["codecs"], chains["index_codecs"], location)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": _NAME, "configuration": {
+            "chunk_shape": list(self.chunk_shape),
+            "codecs": [c.to_json() for c in self.codecs],
+            "index_codecs": [c.to_json() for c in self.index_codecs],
+            "index_location": self.index_location}}
+
+    # -- binding to a shard shape ----------------------------------------------------------------
+    def evolve(self, spec: ChunkSpec) -> ShardingCodec:
+        if self.spec is spec:
+            return self
+        shape, inner_shape = spec.shape, self.chunk_shape
+        if len(shape) != len(inner_shape) or any(s % c for s, c in zip(shape, inner_shape, strict=False)):
+            raise CodecError(f"{_NAME} codec: inner chunk shape {list(inner_shape)} does not evenly divide "
+                             f"the shard shape {list(shape)}")
+        per_shard = tuple(s // c for s, c in zip(shape, inner_shape, strict=True))
+        inner = CodecChain.from_codecs(
+            self.codecs, ChunkSpec(inner_shape, spec.dtype, spec.fill_value), where=f"{_NAME}.codecs")
+        index = CodecChain.from_codecs(
+            self.index_codecs, ChunkSpec(per_shard + (2,), np.dtype(np.uint64), np.uint64(EMPTY)),
+            where=f"{_NAME}.index_codecs")
+        if index.encoded_size() is None:
+            raise CodecError(f"{_NAME}.index_codecs: the index codecs must produce a fixed size")
+        bound = ShardingCodec(inner_shape, inner.codecs, index.codecs, self.index_location)
+        bound._bind(spec, inner, index, per_shard)
+        return bound
+
+    def _bind(self, spec: ChunkSpec, inner: CodecChain, index: CodecChain, per_shard: tuple[int, ...]) -> None:
+        self.spec, self.inner, self.index = spec, inner, index
+        self.chunks_per_shard = per_shard
+        self.index_nbytes = index.encoded_size()  # type: ignore[assignment]
+        ndim = len(per_shard)
+        # shard array -> (n0, c0, n1, c1, ...) -> blocks[(i0, i1, ...)] is inner chunk (i0, i1, ...)
+        self._split = tuple(x for pair in zip(per_shard, self.chunk_shape, strict=True) for x in pair)
+        self._block_axes = tuple(range(0, 2 * ndim, 2)) + tuple(range(1, 2 * ndim, 2))
+        # Inner chunks equal to the fill value byte for byte are left out. Compare in the widest
+        # unsigned unit dividing the item size: exact for NaN payloads and -0.0, unlike ==.
+        itemsize = spec.dtype.itemsize
+        unit = next(u for u in (8, 4, 2, 1) if itemsize % u == 0)
+        self._unit = np.dtype(f"u{unit}")
+        self._units_per_item = itemsize // unit
+        self._fill_units = np.array(spec.fill_value, dtype=spec.dtype).reshape(1).view(self._unit)
+        self._units_axes = tuple(range(1, 2 * ndim, 2)) + (2 * ndim,)
+
+    def _bound(self, spec: ChunkSpec) -> ShardingCodec:
+        own = self.spec
+        if spec is own or (own is not None and spec.shape == own.shape and spec.dtype == own.dtype
+                           and _fill_bytes(spec) == _fill_bytes(own)):
+            return self
+        return self.evolve(spec)
+
+    def _require_bound(self) -> None:
+        if self.spec is None:
+            raise CodecError(f"{_NAME} codec is not bound to a shard shape; call evolve(spec) first")
+
+    # -- the index --------------------------------------------------------------------------------
+    def index_byte_range(self) -> ByteRange:
+        self._require_bound()
+        if self.index_location == "end":
+            return ByteRange.suffix(self.index_nbytes)
+        return ByteRange(0, self.index_nbytes)
+
+    def decode_index(self, data: Buffer, shard_size: int | None = None) -> np.ndarray:
+        """The index (chunks_per_shard + (2,), uint64) from its encoded bytes, checked for sanity."""
+        self._require_bound()
+        if nbytes(data) != self.index_nbytes:
+            raise CorruptDataError(f"{_NAME}: shard index needs {self.index_nbytes} bytes, got {nbytes(data)}"
+                                   + ("" if shard_size is None else f" (shard of {shard_size} bytes)"))
+        try:
+            index = self.index.decode(data)
+        except CorruptDataError as e:
+            raise type(e)(f"{_NAME}: shard index: {e}") from e
+        pairs = index.reshape(-1, 2)
+        offsets, sizes = pairs[:, 0], pairs[:, 1]
+        absent = offsets == EMPTY
+        bad = absent != (sizes == EMPTY)
+        present = ~absent
+        ends = offsets + sizes  # uint64 wraps: a wrapped end is below its offset
+        bad |= present & (ends < offsets)
+        if shard_size is not None:
+            bad |= present & (ends > shard_size)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise CorruptDataError(
+                f"{_NAME}: shard index entry for inner chunk {self._coords([k])[0]} (offset {int(offsets[k])}, "
+                f"nbytes {int(sizes[k])}) is invalid"
+                + ("" if shard_size is None else f" for a shard of {shard_size} bytes"))
+        return index
+
+    def _coords(self, flats: list[int]) -> list[tuple[int, ...]]:
+        """Inner chunk coordinates of C-order positions within the shard."""
+        if not self.chunks_per_shard:
+            return [()] * len(flats)
+        axes = np.unravel_index(np.asarray(flats, dtype=np.intp), self.chunks_per_shard)
+        return list(zip(*(axis.tolist() for axis in axes), strict=True))
+
+    # -- whole shards ----------------------------------------------------------------------------
+    def encode_shard(self, chunks: dict[tuple[int, ...], Buffer]) -> Buffer | None:
+        """A shard holding the given encoded inner chunks (keyed by their coordinates within the
+        shard; absent means empty), in C order of coordinates; None if there are none."""
+        self._require_bound()
+        if not chunks:
+            return None
+        per_shard = self.chunks_per_shard
+        flats = []
+        for coords in chunks:
+            if len(coords) != len(per_shard) or not all(0 <= c < n for c, n in zip(coords, per_shard, strict=True)):
+                raise ValueError(f"inner chunk {coords} is outside a shard of {per_shard} inner chunks")
+            flats.append(int(np.ravel_multi_index(coords, per_shard)) if per_shard else 0)
+        order = sorted(range(len(flats)), key=flats.__getitem__)
+        buffers = list(chunks.values())
+        return self._pack([flats[i] for i in order], [buffers[i] for i in order])
+
+    def _pack(self, flats: list[int], buffers: list[Buffer]) -> Buffer:
+        sizes = np.array([nbytes(b) for b in buffers], dtype=np.uint64)
+        start = self.index_nbytes if self.index_location == "start" else 0
+        offsets = np.cumsum(sizes, dtype=np.uint64) - sizes + np.uint64(start)
+        index = np.full((math.prod(self.chunks_per_shard), 2), EMPTY, dtype=np.uint64)
+        flats = np.asarray(flats, dtype=np.intp)  # type: ignore[assignment]
+        index[flats, 0] = offsets
+        index[flats, 1] = sizes
+        index_bytes = self.index.encode(index.reshape(self.chunks_per_shard + (2,)))
+        if self.index_location == "start":
+            return b"".join([index_bytes, *buffers])
+        return b"".join([*buffers, index_bytes])
+
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
+        """Encode a whole shard. Inner chunks equal to the fill value are left out; if all are, the
+        result is a valid shard holding only an index (it decodes to the fill value)."""
+        bound = self._bound(spec)
+        array = np.ascontiguousarray(array)
+        units = array.reshape(-1).view(bound._unit).reshape(bound._split + (bound._units_per_item,))
+        present = ~(units == bound._fill_units).all(axis=bound._units_axes)
+        blocks = array.reshape(bound._split).transpose(bound._block_axes)
+        flats = np.flatnonzero(present).tolist()
+        encode = bound.inner.encode
+        buffers = [encode(blocks[coords + (...,)]) for coords in bound._coords(flats)]
+        return bound._pack(flats, buffers)
+
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
+        bound = self._bound(spec)
+        view = byte_view(data)
+        size, index_size = len(view), bound.index_nbytes
+        if size < index_size:
+            raise CorruptDataError(f"{_NAME}: shard of {size} bytes is too short for its {index_size}-byte index")
+        index_view = view[:index_size] if bound.index_location == "start" else view[size - index_size:]
+        pairs = bound.decode_index(index_view, size).reshape(-1, 2)
+        present = pairs[:, 0] != EMPTY
+        if not present.any():
+            return np.full(spec.shape, spec.fill_value, dtype=spec.dtype)
+        out = np.empty(spec.shape, dtype=spec.dtype)
+        blocks = out.reshape(bound._split).transpose(bound._block_axes)
+        if not present.all():
+            blocks[~present.reshape(bound.chunks_per_shard)] = spec.fill_value
+        flats = np.flatnonzero(present)
+        decode = bound.inner.decode
+        for coords, offset, length in zip(bound._coords(flats.tolist()), pairs[flats, 0].tolist(),
+                                          pairs[flats, 1].tolist(), strict=True):
+            try:
+                blocks[coords + (...,)] = decode(view[offset:offset + length])
+            except CorruptDataError as e:
+                raise type(e)(f"{_NAME}: inner chunk {coords}: {e}") from e
+        return out
+
+
+def _fill_bytes(spec: ChunkSpec) -> bytes:
+    return np.array(spec.fill_value, dtype=spec.dtype).tobytes()

@@ -1,0 +1,160 @@
+"""Creating array nodes from the familiar keyword arguments (shape, dtype, chunks, shards, ...).
+
+The keywords become a complete zarr.json document, which is then validated like any document
+read from a store, before anything is written or overwritten.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import storage
+from .array import Array
+from .codecs.base import Codec
+from .errors import MetadataError, NodeExistsError
+from .kvstore.base import KvStore
+from .metadata.data_type import DataType
+from .metadata.names import normalize_path
+from .metadata.v3 import ArrayMetadataV3
+
+DEFAULT_COMPRESSORS: tuple[dict[str, Any], ...] = (
+    {"name": "zstd", "configuration": {"level": 0, "checksum": False}},)
+DEFAULT_INDEX_CODECS: tuple[dict[str, Any], ...] = (
+    {"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"})
+AUTO_CHUNK_ELEMENTS = 1 << 20
+
+
+def _codec_json(codec: Any) -> Any:
+    return codec.to_json() if isinstance(codec, Codec) else codec
+
+
+def _shape(value: Any, what: str) -> tuple[int, ...]:
+    if isinstance(value, int):
+        return (value,)
+    try:
+        shape = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise MetadataError(f"{what} must be a sequence of integers, got {value!r}") from None
+    if any(v < 0 for v in shape):
+        raise MetadataError(f"{what} must not be negative, got {shape}")
+    return shape
+
+
+def auto_chunks(shape: tuple[int, ...], target: int = AUTO_CHUNK_ELEMENTS) -> tuple[int, ...]:
+    """A chunk shape of about `target` elements, as even as the array's shape allows."""
+    chunks = [max(s, 1) for s in shape]
+    while math.prod(chunks) > target:
+        i = max(range(len(chunks)), key=lambda d: chunks[d])
+        chunks[i] = -(-chunks[i] // 2)
+    return tuple(chunks)
+
+
+def _chunk_shape(chunks: Any, shape: tuple[int, ...], what: str) -> tuple[int, ...]:
+    if chunks is None or chunks == "auto":
+        return auto_chunks(shape)
+    if isinstance(chunks, int):
+        chunks = (chunks,) * len(shape)
+    chunks = tuple(s if c in (-1, None) else c for c, s in zip(chunks, shape, strict=False)) \
+        if len(chunks) == len(shape) else chunks
+    result = _shape(chunks, what)
+    if len(result) != len(shape):
+        raise MetadataError(f"{what} {result} must have one entry per dimension of shape {shape}")
+    if any(c < 1 for c in result):
+        raise MetadataError(f"{what} {result} must be positive")
+    return result
+
+
+def _key_encoding(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {"name": "default", "configuration": {"separator": "/"}}
+    if isinstance(value, str):
+        return {"name": value}
+    return dict(value)
+
+
+def build_array_document(
+    shape: Any, dtype: Any, *, chunks: Any = None, shards: Any = None,
+    codecs: Sequence[Any] | None = None, filters: Sequence[Any] | None = None,
+    serializer: Any = None, compressors: Any = "default", fill_value: Any = None,
+    dimension_names: Sequence[str | None] | None = None,
+    attributes: dict[str, Any] | None = None, chunk_key_encoding: Any = None,
+    index_codecs: Sequence[Any] | None = None, index_location: str = "end",
+) -> dict[str, Any]:
+    """A complete zarr.json document from zarr-python-style keywords.
+
+    With `shards`, `chunks` is the inner chunk shape and `codecs` (or filters/serializer/
+    compressors) the inner chain; a `sharding_indexed` codec is built around it.
+    """
+    shape_t = _shape(shape, "shape")
+    data_type = DataType.from_numpy(dtype)
+    if codecs is None:
+        if compressors == "default":
+            compressors = DEFAULT_COMPRESSORS
+        elif compressors is None:
+            compressors = ()
+        elif isinstance(compressors, dict | Codec):
+            compressors = (compressors,)
+        codecs = [*(filters or ()), serializer or {"name": "bytes"}, *compressors]
+    codec_list = [_codec_json(c) for c in codecs]
+    if shards is not None:
+        shard_shape = _chunk_shape(shards, shape_t, "shards")
+        inner = _chunk_shape(chunks, shard_shape, "chunks")
+        codec_list = [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": list(inner), "codecs": codec_list,
+            "index_codecs": [_codec_json(c) for c in (index_codecs or DEFAULT_INDEX_CODECS)],
+            "index_location": index_location}}]
+        grid = shard_shape
+    else:
+        grid = _chunk_shape(chunks, shape_t, "chunks")
+    doc: dict[str, Any] = {
+        "zarr_format": 3, "node_type": "array", "shape": list(shape_t),
+        "data_type": data_type.to_json(),
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(grid)}},
+        "chunk_key_encoding": _key_encoding(chunk_key_encoding),
+        "fill_value": data_type.fill_value_to_json(
+            data_type.default_fill_value() if fill_value is None
+            else data_type.parse_fill_value(_fill_json(fill_value, data_type))),
+        "codecs": codec_list,
+        "attributes": dict(attributes or {}),
+    }
+    if dimension_names is not None:
+        doc["dimension_names"] = list(dimension_names)
+    return doc
+
+
+def _fill_json(value: Any, data_type: DataType) -> Any:
+    """Accept Python/numpy fill values as well as their JSON encodings."""
+    if isinstance(value, str | list):
+        return value
+    if isinstance(value, np.generic | complex | float | int | bool):
+        scalar = np.asarray(value).astype(data_type.dtype)
+        return data_type.fill_value_to_json(scalar[()])
+    return value
+
+
+def create_array_at(store: KvStore, path: str, shape: Any, dtype: Any = "float64", *,
+                    overwrite: bool = False, write_empty_chunks: bool = False,
+                    **kwargs: Any) -> Array:
+    """Create an array at `path` in `store` (see `build_array_document` for the keywords)."""
+    path = normalize_path(path)
+    doc = build_array_document(shape, dtype, **kwargs)
+    metadata = ArrayMetadataV3.from_json(doc, where=storage.metadata_key(path))
+    return create_array_from_metadata(store, path, metadata, overwrite=overwrite,
+                                      write_empty_chunks=write_empty_chunks)
+
+
+def create_array_from_metadata(store: KvStore, path: str, metadata: ArrayMetadataV3, *,
+                               overwrite: bool = False,
+                               write_empty_chunks: bool = False) -> Array:
+    if storage.node_exists(store, path):
+        if not overwrite:
+            raise NodeExistsError(f"a node already exists at {path or '/'!r}; "
+                                  "pass overwrite=True (or mode='w') to replace it")
+        storage.delete_node(store, path)
+    storage.ensure_parents(store, path)
+    storage.write_metadata(store, path, metadata)
+    return Array(store, path, metadata, write_empty_chunks=write_empty_chunks)

@@ -1,0 +1,313 @@
+"""Reading and writing selections of a chunked array: plan, then run per chunk in the pool.
+
+The engine knows chunk grids, codec chains and stores, but no metadata format: the node layer
+hands it a `ChunkedArray` describing the array.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..codecs.chain import CodecChain
+from ..codecs.sharding import ShardingCodec
+from ..errors import CorruptDataError
+from ..indexing import ChunkProjection, Plan
+from ..kvstore.base import Buffer, ByteRange, KvStore
+from .executor import concurrency, run_all
+
+_EMPTY = np.uint64(2**64 - 1)
+
+
+@dataclass(frozen=True)
+class ChunkedArray:
+    """What the engine needs to know about an array."""
+
+    store: KvStore
+    shape: tuple[int, ...]
+    chunk_shape: tuple[int, ...]
+    chain: CodecChain
+    fill_value: Any
+    key: Callable[[tuple[int, ...]], str]  # chunk grid coords -> full store key
+    write_empty_chunks: bool = False
+    sharding: ShardingCodec | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        c = self.chain
+        plain = isinstance(c.array_bytes, ShardingCodec) and not c.array_array and not c.bytes_bytes
+        object.__setattr__(self, "sharding", c.array_bytes if plain else None)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.chain.spec.dtype
+
+    @property
+    def read_chunk_shape(self) -> tuple[int, ...]:
+        """The grid selections are planned on: inner chunks for a sharded array."""
+        return self.sharding.chunk_shape if self.sharding else self.chunk_shape
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+def decode_chunk(chain: CodecChain, data: Buffer, key: str) -> np.ndarray:
+    try:
+        return chain.decode(data)
+    except CorruptDataError as e:
+        raise type(e)(f"chunk {key!r}: {e}") from None
+
+
+def is_fill(chunk: np.ndarray, fill: Any) -> bool:
+    """True when every element has exactly the fill value's bits (so NaN == NaN, -0.0 != 0.0)."""
+    dt = chunk.dtype
+    if dt.kind in "biu" and dt.itemsize <= 8 and dt.names is None:
+        return not np.any(chunk != fill)
+    fill_arr = np.asarray(fill, dtype=dt).reshape(1)
+    if dt.itemsize in (1, 2, 4, 8):
+        u = np.dtype(f"u{dt.itemsize}")
+        return not np.any(np.ascontiguousarray(chunk).view(u) != fill_arr.view(u)[0])
+    raw = np.ascontiguousarray(chunk).view(np.uint8).reshape(-1, dt.itemsize)
+    return not np.any(raw != fill_arr.view(np.uint8))
+
+
+def _full_chunk(shape: tuple[int, ...], dtype: np.dtype, fill: Any) -> np.ndarray:
+    return np.full(shape, fill, dtype=dtype)
+
+
+def _chunk_from_value(p: ChunkProjection, region: np.ndarray, chunk_shape: tuple[int, ...],
+                      dtype: np.dtype, fill: Any) -> np.ndarray:
+    """A whole chunk made from the value written to a complete projection (padded at edges)."""
+    if region.shape == chunk_shape:
+        return region
+    chunk = _full_chunk(chunk_shape, dtype, fill)
+    chunk[p.chunk_selection] = region
+    return chunk
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+def read(arr: ChunkedArray, plan: Plan) -> np.ndarray:
+    out = np.empty(plan.buffer_shape, dtype=arr.dtype)
+    if plan.nitems:
+        if arr.sharding is not None:
+            _read_sharded(arr, arr.sharding, plan, out)
+        else:
+            _read_chunks(arr, plan, out)
+    return plan.finish(out)
+
+
+def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
+    store, chain, fill, key_of = arr.store, arr.chain, arr.fill_value, arr.key
+
+    def task(p: ChunkProjection) -> None:
+        key = key_of(p.coords)
+        data = store.get(key)
+        if data is None:
+            out[p.out_selection] = fill
+        else:
+            out[p.out_selection] = decode_chunk(chain, data, key)[p.chunk_selection]
+
+    run_all(task, list(plan))
+
+
+def _group_by_shard(plan: Plan, cps: tuple[int, ...]) -> dict[tuple[int, ...], list[Any]]:
+    groups: dict[tuple[int, ...], list[Any]] = {}
+    for p in plan:
+        shard = tuple(c // n for c, n in zip(p.coords, cps, strict=True))
+        within = tuple(c - s * n for c, s, n in zip(p.coords, shard, cps, strict=True))
+        groups.setdefault(shard, []).append((within, p))
+    return groups
+
+
+def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
+                  out: np.ndarray) -> None:
+    groups = list(_group_by_shard(plan, sharding.chunks_per_shard).items())
+    inner, fill = sharding.inner, arr.fill_value
+
+    def place(item: tuple[Buffer | None, ChunkProjection, str]) -> None:
+        data, p, key = item
+        if data is None:
+            out[p.out_selection] = fill
+        else:
+            out[p.out_selection] = decode_chunk(inner, data, key)[p.chunk_selection]
+
+    def fetch(group: tuple[tuple[int, ...], list[Any]]) -> list[Any]:
+        return _fetch_inner_chunks(arr, sharding, *group)
+
+    if len(groups) >= concurrency():  # enough shards to keep every thread busy
+        run_all(lambda g: [place(item) for item in fetch(g)], groups)
+    else:  # few shards: fetch them, then decode their inner chunks in parallel
+        items = [item for fetched in run_all(fetch, groups) for item in fetched]
+        run_all(place, items)
+
+
+def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
+                        members: list[Any]) -> list[tuple[Buffer | None, ChunkProjection, str]]:
+    """Read a shard's index, then only the inner chunks the selection needs (one batch)."""
+    key = arr.key(shard)
+    index_bytes = arr.store.get(key, sharding.index_byte_range())
+    if index_bytes is None:
+        return [(None, p, key) for _, p in members]
+    index = sharding.decode_index(index_bytes)
+    found: list[tuple[Buffer | None, ChunkProjection, str]] = []
+    requests, pending = [], []
+    for within, p in members:
+        offset, nbytes = index[within]
+        if offset == _EMPTY:
+            found.append((None, p, key))
+        else:
+            requests.append((key, ByteRange(int(offset), int(nbytes))))
+            pending.append(p)
+    for (_, rng), p, data in zip(requests, pending, arr.store.get_many(requests), strict=True):
+        if data is None or len(data) != rng.length:
+            raise CorruptDataError(
+                f"shard {key!r}: inner chunk at bytes {rng.offset}+{rng.length} lies outside the "
+                "shard (truncated shard or corrupt index)")
+        found.append((data, p, key))
+    return found
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+def write(arr: ChunkedArray, plan: Plan, value: Any) -> None:
+    value = plan.prepare_value(np.asarray(value, dtype=arr.dtype))
+    if not plan.nitems:
+        return
+    if arr.sharding is not None:
+        _write_sharded(arr, arr.sharding, plan, value)
+    else:
+        run_all(lambda p: _write_chunk(arr, p, value[p.out_selection]), list(plan))
+
+
+def _store(arr: ChunkedArray, key: str, chunk: np.ndarray) -> None:
+    if not arr.write_empty_chunks and is_fill(chunk, arr.fill_value):
+        arr.store.delete(key)
+    else:
+        arr.store.set(key, arr.chain.encode(chunk))
+
+
+def _write_chunk(arr: ChunkedArray, p: ChunkProjection, region: np.ndarray) -> None:
+    key = arr.key(p.coords)
+    if p.complete:  # nothing of the old chunk survives: no read, no lock
+        _store(arr, key, _chunk_from_value(p, region, arr.chunk_shape, arr.dtype,
+                                           arr.fill_value))
+        return
+    with arr.store.lock(key):
+        data = arr.store.get(key)
+        if data is None:
+            chunk = _full_chunk(arr.chunk_shape, arr.dtype, arr.fill_value)
+        else:
+            chunk = np.array(decode_chunk(arr.chain, data, key))
+        chunk[p.chunk_selection] = region
+        _store(arr, key, chunk)
+
+
+def _inner_chunks_in_array(arr: ChunkedArray, sharding: ShardingCodec,
+                           shard: tuple[int, ...]) -> int:
+    """How many inner chunks of a shard overlap the array (edge shards have fewer)."""
+    total = 1
+    for s, n, inner, size in zip(shard, sharding.chunks_per_shard, sharding.chunk_shape,
+                                 arr.shape, strict=True):
+        first = s * n
+        last = min(first + n, -(-size // inner))
+        total *= max(last - first, 0)
+    return total
+
+
+def _write_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
+                   value: np.ndarray) -> None:
+    groups = _group_by_shard(plan, sharding.chunks_per_shard)
+    whole, partial = [], []
+    for shard, members in groups.items():
+        complete = all(p.complete for _, p in members) and \
+            len(members) == _inner_chunks_in_array(arr, sharding, shard)
+        (whole if complete else partial).append((shard, members))
+    batch = max(1, 2 * concurrency())
+    for i in range(0, len(whole), batch):
+        _write_whole_shards(arr, sharding, whole[i:i + batch], value)
+    run_all(lambda g: _update_shard(arr, sharding, g[0], g[1], value), partial)
+
+
+def _encode_inner(arr: ChunkedArray, sharding: ShardingCodec, chunk: np.ndarray) -> Buffer | None:
+    if not arr.write_empty_chunks and is_fill(chunk, arr.fill_value):
+        return None
+    return sharding.inner.encode(chunk)
+
+
+def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list[Any],
+                        value: np.ndarray) -> None:
+    """Shards overwritten entirely: encode every inner chunk in parallel, never read the old."""
+    inner_shape, dtype, fill = sharding.chunk_shape, arr.dtype, arr.fill_value
+    jobs = [(si, within, p) for si, (_, members) in enumerate(shards) for within, p in members]
+
+    def encode(job: tuple[int, tuple[int, ...], ChunkProjection]) -> Buffer | None:
+        p = job[2]
+        chunk = _chunk_from_value(p, value[p.out_selection], inner_shape, dtype, fill)
+        return _encode_inner(arr, sharding, chunk)
+
+    encoded = run_all(encode, jobs)
+    per_shard: list[dict[tuple[int, ...], Buffer]] = [{} for _ in shards]
+    for (si, within, _), data in zip(jobs, encoded, strict=True):
+        if data is not None:
+            per_shard[si][within] = data
+
+    def assemble(i: int) -> None:
+        _store_shard(arr, sharding, arr.key(shards[i][0]), per_shard[i])
+
+    run_all(assemble, range(len(shards)))
+
+
+def _store_shard(arr: ChunkedArray, sharding: ShardingCodec, key: str,
+                 chunks: dict[tuple[int, ...], Buffer]) -> None:
+    data = sharding.encode_shard(chunks) if chunks else None
+    if data is None:
+        arr.store.delete(key)
+    else:
+        arr.store.set(key, data)
+
+
+def _existing_inner_chunks(sharding: ShardingCodec, key: str,
+                           data: Buffer | None) -> dict[tuple[int, ...], Buffer]:
+    if data is None:
+        return {}
+    view = memoryview(data)
+    index = sharding.decode_index(sharding.index_byte_range().slice_of(view), len(view))
+    chunks = {}
+    for within in np.ndindex(*sharding.chunks_per_shard):
+        offset, nbytes = index[within]
+        if offset != _EMPTY:
+            chunks[within] = view[int(offset):int(offset) + int(nbytes)]
+    return chunks
+
+
+def _update_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
+                  members: list[Any], value: np.ndarray) -> None:
+    """Read-modify-write of part of a shard, under the store's lock for the shard key.
+
+    Inner chunks the write does not touch keep their encoded bytes unchanged."""
+    key = arr.key(shard)
+    inner_shape, dtype, fill = sharding.chunk_shape, arr.dtype, arr.fill_value
+    with arr.store.lock(key):
+        chunks = _existing_inner_chunks(sharding, key, arr.store.get(key))
+        for within, p in members:
+            region = value[p.out_selection]
+            if p.complete:
+                chunk = _chunk_from_value(p, region, inner_shape, dtype, fill)
+            else:
+                old = chunks.get(within)
+                chunk = _full_chunk(inner_shape, dtype, fill) if old is None else \
+                    np.array(decode_chunk(sharding.inner, old, key))
+                chunk[p.chunk_selection] = region
+            encoded = _encode_inner(arr, sharding, chunk)
+            if encoded is None:
+                chunks.pop(within, None)
+            else:
+                chunks[within] = encoded
+        _store_shard(arr, sharding, key, chunks)
+
+
+def nchunks(shape: tuple[int, ...], chunks: tuple[int, ...]) -> int:
+    return math.prod(-(-s // c) for s, c in zip(shape, chunks, strict=True))

@@ -1,0 +1,69 @@
+"""The zarrkit exception hierarchy.
+
+Every error a user can cause is one of these. Each also derives from the built-in exception a
+Python user would expect (ValueError, KeyError, IndexError, ...), so generic handlers keep working.
+Messages name the node, key or field at fault.
+"""
+
+
+class ZarrkitError(Exception):
+    """Base class of every exception zarrkit raises on purpose."""
+
+
+class MetadataError(ZarrkitError, ValueError):
+    """A metadata document (zarr.json, .zarray, ...) is malformed or not supported."""
+
+
+class DataTypeError(MetadataError):
+    """A data type or fill value is invalid or not supported."""
+
+
+class CodecError(MetadataError):
+    """A codec name or configuration is invalid or not supported."""
+
+
+class CorruptDataError(ZarrkitError, ValueError):
+    """Stored chunk, shard or index bytes cannot be decoded."""
+
+
+class ChecksumError(CorruptDataError):
+    """A stored checksum does not match the data."""
+
+
+class NodeNotFoundError(ZarrkitError, KeyError):
+    """No array or group exists at the given path."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class NodeExistsError(ZarrkitError, FileExistsError):
+    """A node already exists where a new one was to be created."""
+
+
+class NodeTypeError(ZarrkitError, TypeError):
+    """A node is of the wrong kind (an array where a group was asked for, or the reverse)."""
+
+
+class InvalidNameError(ZarrkitError, ValueError):
+    """A node name or path violates the Zarr naming rules."""
+
+
+class SelectionError(ZarrkitError, IndexError):
+    """An index or selection is invalid or out of bounds for the array."""
+
+
+class StoreError(ZarrkitError, OSError):
+    """A key/value store operation failed."""
+
+
+class InvalidKeyError(StoreError, ValueError):
+    """A store key is malformed or would escape the store root."""
+
+
+class ReadOnlyError(StoreError, PermissionError):
+    """A write was attempted on a store or node opened read-only."""
+
+
+class SpecError(ZarrkitError, ValueError):
+    """A TensorStore-style spec, schema, chunk layout or URL is invalid or contradictory."""

@@ -1,0 +1,348 @@
+"""Selections on a regular chunk grid.
+
+A selection (basic numpy indexing, orthogonal `oindex`, or vectorized `vindex`) is turned into a
+plan: the output shape and, per chunk touched, a `ChunkProjection` saying which part of the chunk
+goes to which part of the output. The plan is computed once with numpy, so the per-chunk work that
+follows is a copy, not Python arithmetic per element.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .errors import SelectionError
+
+
+class ChunkProjection(NamedTuple):
+    """One chunk's part of a selection.
+
+    `chunk_selection` indexes the (full-size) decoded chunk; `out_selection` indexes the output
+    buffer of shape `Plan.buffer_shape`. `complete` is True when the selection covers every element
+    of the chunk that lies inside the array, so a write need not read the chunk first.
+    """
+
+    coords: tuple[int, ...]
+    chunk_selection: tuple[Any, ...]
+    out_selection: tuple[Any, ...]
+    complete: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _DimPart:
+    chunk: int
+    chunk_sel: Any  # int, slice or 1-d int array
+    out_sel: Any  # None (dropped dim), slice, or 1-d int array
+    complete: bool
+
+
+class _Dim:
+    """How one dimension of a selection meets the chunk grid."""
+
+    __slots__ = ("parts", "out_len", "flip", "is_array")
+
+    def __init__(self, parts: list[_DimPart], out_len: int | None, flip: bool = False,
+                 is_array: bool = False) -> None:
+        self.parts = parts
+        self.out_len = out_len  # None: the dimension is dropped (integer index)
+        self.flip = flip  # negative step: read ascending, then reverse the output
+        self.is_array = is_array
+
+
+def _int_dim(index: Any, size: int, chunk: int, axis: int) -> _Dim:
+    i = _normalize_int(index, size, axis)
+    c = i // chunk
+    return _Dim([_DimPart(c, i - c * chunk, None, min(chunk, size - c * chunk) == 1)], None)
+
+
+def _normalize_int(index: Any, size: int, axis: int) -> int:
+    i = int(index)
+    if i < -size or i >= size:
+        raise SelectionError(
+            f"index {i} is out of bounds for axis {axis} with size {size}")
+    return i + size if i < 0 else i
+
+
+def _slice_dim(sl: slice, size: int, chunk: int, axis: int) -> _Dim:
+    if sl.step == 0:
+        raise SelectionError(f"slice step cannot be zero (axis {axis})")
+    start, stop, step = sl.indices(size)
+    n = len(range(start, stop, step))
+    flip = step < 0
+    if flip:  # the same elements in ascending order
+        start, step = start + (n - 1) * step, -step
+        stop = start + n * step if n else start
+    parts = []
+    if n:
+        last = start + (n - 1) * step
+        out_pos = 0
+        for c in range(start // chunk, last // chunk + 1):
+            c0, c1 = c * chunk, min((c + 1) * chunk, size)
+            first = start if c0 <= start else start + -(-(c0 - start) // step) * step
+            if first >= c1 or first > last:
+                continue
+            end = min(last, c1 - 1)
+            count = (end - first) // step + 1
+            complete = step == 1 and first == c0 and end == c1 - 1
+            parts.append(_DimPart(c, slice(first - c0, end - c0 + 1, step),
+                                  slice(out_pos, out_pos + count), complete))
+            out_pos += count
+    return _Dim(parts, n, flip)
+
+
+def _array_dim(index: np.ndarray, size: int, chunk: int, axis: int) -> _Dim:
+    index = _as_int_index(index, size, axis)
+    if index.ndim != 1:
+        raise SelectionError(f"orthogonal index for axis {axis} must be 1-d")
+    n = index.size
+    if n == 0:
+        return _Dim([], 0, is_array=True)
+    chunks = index // chunk
+    ascending = bool(np.all(index[1:] > index[:-1])) if n > 1 else True
+    order = None if ascending else np.argsort(chunks, kind="stable")
+    sorted_chunks = chunks if order is None else chunks[order]
+    bounds = np.flatnonzero(np.diff(sorted_chunks)) + 1
+    starts = np.concatenate(([0], bounds))
+    ends = np.concatenate((bounds, [n]))
+    parts = []
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        c = int(sorted_chunks[s])
+        if order is None:
+            within = index[s:e] - c * chunk
+            out_sel: Any = slice(s, e)
+        else:
+            positions = order[s:e]
+            within = index[positions] - c * chunk
+            out_sel = positions
+        c_len = min(chunk, size - c * chunk)
+        complete = ascending and e - s == c_len
+        parts.append(_DimPart(c, within, out_sel, complete))
+    return _Dim(parts, n, is_array=True)
+
+
+def _as_int_index(index: Any, size: int, axis: int) -> np.ndarray:
+    arr = np.asarray(index)
+    if arr.dtype == bool:
+        if arr.shape != (size,):
+            raise SelectionError(
+                f"boolean index for axis {axis} has shape {arr.shape}, expected ({size},)")
+        return np.flatnonzero(arr)
+    if arr.size == 0:
+        return arr.astype(np.intp).reshape(arr.shape)
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise SelectionError(f"index for axis {axis} must be integers or booleans, got {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    if arr.min() < -size or arr.max() >= size:
+        bad = arr[(arr < -size) | (arr >= size)][0]
+        raise SelectionError(f"index {int(bad)} is out of bounds for axis {axis} with size {size}")
+    return np.where(arr < 0, arr + size, arr)
+
+
+class Plan:
+    """The chunks a selection touches and how to copy between chunks and the output.
+
+    `buffer_shape` is the shape of the buffer the `out_selection`s index; `out_shape` is what the
+    caller sees, reached from the buffer by `finish` (a reshape, and reversal for negative steps).
+    """
+
+    def __init__(self, dims: list[_Dim], final_shape: tuple[int, ...],
+                 vectorized: tuple[np.ndarray, np.ndarray, tuple[int, ...]] | None = None,
+                 chunk_shape: tuple[int, ...] = ()) -> None:
+        self._dims = dims
+        self._vectorized = vectorized
+        self._chunk_shape = chunk_shape
+        if vectorized is None:
+            self.buffer_shape = tuple(d.out_len for d in dims if d.out_len is not None)
+        else:
+            self.buffer_shape = (len(vectorized[0]),)
+        self.out_shape = final_shape
+
+    @property
+    def nitems(self) -> int:
+        return math.prod(self.buffer_shape)
+
+    def __iter__(self) -> Iterator[ChunkProjection]:
+        if self._vectorized is not None:
+            yield from self._iter_vectorized()
+            return
+        dims = self._dims
+        multi_array = sum(1 for d in dims if d.is_array) > 1
+        for combo in itertools.product(*(d.parts for d in dims)):
+            coords = tuple(p.chunk for p in combo)
+            chunk_sel = tuple(p.chunk_sel for p in combo)
+            out_sel = tuple(p.out_sel for p in combo if p.out_sel is not None)
+            if multi_array:
+                chunk_sel = _ix(chunk_sel)
+                out_sel = _ix(out_sel)
+            yield ChunkProjection(coords, chunk_sel, out_sel, all(p.complete for p in combo))
+
+    def _iter_vectorized(self) -> Iterator[ChunkProjection]:
+        coords_sorted, order, chunk_ids_shape = self._vectorized  # type: ignore[misc]
+        chunk_shape = np.asarray(self._chunk_shape, dtype=np.int64)
+        chunk_ids = coords_sorted // chunk_shape  # (n, ndim)
+        flat = np.ravel_multi_index(chunk_ids.T, chunk_ids_shape) if len(chunk_ids) else chunk_ids
+        bounds = np.flatnonzero(np.diff(flat)) + 1
+        starts = np.concatenate(([0], bounds)).tolist()
+        ends = np.concatenate((bounds, [len(flat)])).tolist()
+        for s, e in zip(starts, ends, strict=True):
+            if s == e:
+                continue
+            cid = chunk_ids[s]
+            within = coords_sorted[s:e] - cid * chunk_shape
+            yield ChunkProjection(tuple(int(c) for c in cid), tuple(within.T),
+                                  (order[s:e],), False)
+
+    def finish(self, buffer: np.ndarray) -> np.ndarray:
+        """The caller's view of a filled buffer."""
+        flips = tuple(slice(None, None, -1) if d.flip else slice(None)
+                      for d in self._dims if d.out_len is not None)
+        if any(d.flip for d in self._dims):
+            buffer = buffer[flips]
+        return buffer.reshape(self.out_shape)
+
+    def prepare_value(self, value: np.ndarray) -> np.ndarray:
+        """Bring a value to write into buffer layout (the inverse of `finish`)."""
+        value = np.broadcast_to(value, self.out_shape).reshape(self.buffer_shape) \
+            if value.shape != self.buffer_shape else value
+        if any(d.flip for d in self._dims):
+            value = value[tuple(slice(None, None, -1) if d.flip else slice(None)
+                                for d in self._dims if d.out_len is not None)]
+        return value
+
+
+def _ix(sel: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Turn slices and 1-d index arrays into an outer-product (np.ix_-style) index.
+
+    Integer entries stay scalars; they drop their axis, so they take no place in the product.
+    """
+    m = sum(1 for s in sel if not _is_int(s))
+    out: list[Any] = []
+    j = 0
+    for s in sel:
+        if _is_int(s):
+            out.append(s)
+            continue
+        idx = s if isinstance(s, np.ndarray) else np.arange(s.start, s.stop, s.step or 1)
+        shape = [1] * m
+        shape[j] = idx.size
+        out.append(idx.reshape(shape))
+        j += 1
+    return tuple(out)
+
+
+# -- building plans ---------------------------------------------------------------------------
+
+def _expand_ellipsis(selection: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
+    n_ell = sum(1 for s in selection if s is Ellipsis)
+    if n_ell > 1:
+        raise SelectionError("an index can only have a single ellipsis ('...')")
+    n_real = sum(1 for s in selection if s is not Ellipsis and s is not None)
+    if n_real > ndim:
+        raise SelectionError(
+            f"too many indices for array: array is {ndim}-dimensional, but {n_real} were indexed")
+    if n_ell:
+        i = next(i for i, s in enumerate(selection) if s is Ellipsis)
+        fill = (slice(None),) * (ndim - n_real)
+        selection = selection[:i] + fill + selection[i + 1:]
+    else:
+        selection = selection + (slice(None),) * (ndim - n_real)
+    return selection
+
+
+def _as_tuple(selection: Any) -> tuple[Any, ...]:
+    return selection if isinstance(selection, tuple) else (selection,)
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
+
+
+def basic_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> Plan:
+    """numpy basic indexing: integers, slices (any step), `...` and `None` (new axes)."""
+    sel = _expand_ellipsis(_as_tuple(selection), len(shape))
+    dims: list[_Dim] = []
+    final: list[int] = []
+    axis = 0
+    for s in sel:
+        if s is None:
+            final.append(1)
+            continue
+        size, chunk = shape[axis], chunks[axis]
+        if isinstance(s, slice):
+            d = _slice_dim(s, size, chunk, axis)
+            final.append(d.out_len)  # type: ignore[arg-type]
+        elif _is_int(s):
+            d = _int_dim(s, size, chunk, axis)
+        else:
+            raise SelectionError(
+                f"unsupported index {s!r} for axis {axis}: basic indexing takes integers, "
+                "slices, '...' and None; use .oindex or .vindex for arrays")
+        dims.append(d)
+        axis += 1
+    return Plan(dims, tuple(final))
+
+
+def orthogonal_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> Plan:
+    """Outer indexing: each axis independently by integer, slice, integer array or boolean mask."""
+    sel = _expand_ellipsis(_as_tuple(selection), len(shape))
+    if any(s is None for s in sel):
+        raise SelectionError("None (newaxis) is not supported in orthogonal selections")
+    dims = []
+    for axis, s in enumerate(sel):
+        size, chunk = shape[axis], chunks[axis]
+        if isinstance(s, slice):
+            dims.append(_slice_dim(s, size, chunk, axis))
+        elif _is_int(s):
+            dims.append(_int_dim(s, size, chunk, axis))
+        elif isinstance(s, list | np.ndarray):
+            dims.append(_array_dim(np.asarray(s), size, chunk, axis))
+        else:
+            raise SelectionError(f"unsupported orthogonal index {s!r} for axis {axis}")
+    final = tuple(d.out_len for d in dims if d.out_len is not None)
+    return Plan(dims, final)  # type: ignore[arg-type]
+
+
+def vectorized_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> Plan:
+    """Point (coordinate) selection with broadcasting, or a boolean mask of the array's shape."""
+    sel = _as_tuple(selection)
+    if len(sel) == 1 and np.asarray(sel[0]).dtype == bool:
+        mask = np.asarray(sel[0])
+        if mask.shape != tuple(shape):
+            raise SelectionError(
+                f"boolean mask has shape {mask.shape}, expected the array's shape {tuple(shape)}")
+        sel = tuple(np.nonzero(mask))
+    if len(sel) != len(shape):
+        raise SelectionError(
+            f"vectorized selection needs one index array per dimension ({len(shape)}), "
+            f"got {len(sel)}")
+    arrays = []
+    for axis, s in enumerate(sel):
+        if isinstance(s, slice):
+            raise SelectionError("slices are not supported in vectorized selections; use oindex")
+        arrays.append(np.asarray(_as_int_index(np.asarray(s), shape[axis], axis)))
+    try:
+        arrays = np.broadcast_arrays(*arrays)
+    except ValueError as e:
+        raise SelectionError(f"vectorized index arrays do not broadcast together: {e}") from None
+    out_shape = arrays[0].shape if arrays else ()
+    coords = np.stack([a.ravel() for a in arrays], axis=1).astype(np.int64) if arrays else \
+        np.zeros((1, 0), np.int64)
+    grid = tuple(-(-s // c) for s, c in zip(shape, chunks, strict=True))
+    if coords.shape[0] and len(shape):
+        flat = np.ravel_multi_index((coords // np.asarray(chunks)).T, grid)
+        order = np.argsort(flat, kind="stable")
+    else:
+        order = np.arange(coords.shape[0])
+    return Plan([], tuple(out_shape), (coords[order], order, grid), tuple(chunks))
+
+
+def chunk_region(coords: tuple[int, ...], chunks: tuple[int, ...],
+                 shape: tuple[int, ...]) -> tuple[slice, ...]:
+    """The array region of a chunk, clipped to the array."""
+    return tuple(slice(c * n, min((c + 1) * n, s)) for c, n, s in zip(coords, chunks, shape,
+                                                                        strict=True))

@@ -1,0 +1,60 @@
+"""Small helpers shared by the store implementations (not part of the public interface)."""
+
+from __future__ import annotations
+
+import os
+
+from .base import Buffer, ByteRange
+
+MAX_IO = 1 << 30  # one read()/write() is capped by the OS (~2 GiB on Linux); stay below
+
+
+def resolve_range(byte_range: ByteRange | None, size: int) -> tuple[int, int]:
+    """The `[start, stop)` byte interval `byte_range` selects in a value of `size` bytes.
+
+    Both ends are clamped to the value, so a range past the end selects nothing.
+    """
+    if byte_range is None:
+        return 0, size
+    offset, length = byte_range.offset, byte_range.length
+    if offset < 0:
+        return max(size + offset, 0), size
+    start = min(offset, size)
+    if length is None:
+        return start, size
+    return start, min(offset + length, size)
+
+
+def byte_view(value: Buffer) -> memoryview:
+    """`value` as a flat, contiguous view of unsigned bytes (len() is then the byte count)."""
+    view = value if isinstance(value, memoryview) else memoryview(value)
+    if view.format == "B" and view.ndim == 1 and view.c_contiguous:
+        return view
+    if not view.c_contiguous:
+        return memoryview(view.tobytes())
+    return view.cast("B")
+
+
+def as_bytes(value: Buffer) -> bytes:
+    """An immutable copy of `value` (no copy when it is already `bytes`)."""
+    if type(value) is bytes:
+        return value
+    return byte_view(value).tobytes()
+
+
+def pread_exact(fd: int, nbytes: int, offset: int) -> bytes:
+    """Read `nbytes` at `offset` (fewer only at end of file)."""
+    if nbytes <= 0:
+        return b""
+    data = os.pread(fd, min(nbytes, MAX_IO), offset)
+    if len(data) == nbytes or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < nbytes:
+        part = os.pread(fd, min(nbytes - got, MAX_IO), offset + got)
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)

@@ -1,0 +1,187 @@
+"""The key/value store interface every store implements.
+
+Keys are "/"-separated strings relative to the store root, validated by `validate_key`.
+The interface is batch-shaped (`get_many`, `set_many`) so that each store chooses its own
+concurrency; the default batch methods simply loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidKeyError, ReadOnlyError
+
+Buffer = bytes | bytearray | memoryview
+
+
+@dataclass(frozen=True, slots=True)
+class ByteRange:
+    """A request for part of a value.
+
+    `offset >= 0`: `length` bytes from `offset` (`length=None`: to the end).
+    `offset < 0`: the last `-offset` bytes (a suffix; `length` must be None).
+    """
+
+    offset: int
+    length: int | None = None
+
+    def __post_init__(self) -> None:
+        # A negative length or a suffix with a length would otherwise slice silently wrong.
+        if self.length is not None and (self.length < 0 or self.offset < 0):
+            raise ValueError(f"invalid {self!r}: length must be >= 0 and None for a suffix")
+
+    @classmethod
+    def suffix(cls, nbytes: int) -> ByteRange:
+        if nbytes < 0:
+            raise ValueError(f"suffix length must be >= 0, got {nbytes}")
+        # -0 == 0 would mean "the whole value"; the last 0 bytes are b"".
+        return cls(-nbytes, None) if nbytes else cls(0, 0)
+
+    def slice_of(self, value: Buffer) -> Buffer:
+        """Apply this range to a whole value held in memory (short if the value is short)."""
+        if self.offset < 0:
+            return value[max(len(value) + self.offset, 0):]
+        if self.length is None:
+            return value[self.offset:]
+        return value[self.offset:self.offset + self.length]
+
+
+def validate_key(key: str) -> str:
+    """Refuse keys that are empty, absolute, contain `..`/`.` segments, backslashes or NUL."""
+    if not isinstance(key, str) or not key:
+        raise InvalidKeyError(f"invalid store key {key!r}: must be a non-empty string")
+    if "\x00" in key or "\\" in key:
+        raise InvalidKeyError(f"invalid store key {key!r}: NUL and backslash are not allowed")
+    if key.startswith("/") or (len(key) > 1 and key[1] == ":"):
+        raise InvalidKeyError(f"invalid store key {key!r}: absolute paths are not allowed")
+    for part in key.split("/"):
+        if part in ("", ".", ".."):
+            raise InvalidKeyError(
+                f"invalid store key {key!r}: empty, '.' and '..' segments are not allowed")
+    return key
+
+
+def validate_prefix(prefix: str) -> str:
+    """A prefix is "" (the root) or a valid key followed by "/"."""
+    if prefix == "":
+        return prefix
+    if not prefix.endswith("/"):
+        raise InvalidKeyError(f"invalid store prefix {prefix!r}: must end with '/'")
+    validate_key(prefix[:-1])
+    return prefix
+
+
+class KvStore(ABC):
+    """Abstract key/value store. Implementations must be safe to call from many threads."""
+
+    #: URL scheme / spec driver name, e.g. "file", "memory", "zip".
+    driver: str = ""
+
+    def __init__(self, *, read_only: bool = False) -> None:
+        self.read_only = read_only
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    # -- reading -----------------------------------------------------------------------------
+    @abstractmethod
+    def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+        """The value (or the requested part of it), or None if the key does not exist.
+
+        A range reaching past the end of the value returns what exists (possibly b"").
+        """
+
+    def get_many(
+        self, requests: Sequence[tuple[str, ByteRange | None]]
+    ) -> list[Buffer | None]:
+        """`get` for each (key, range) request, in order. Stores override to batch/coalesce."""
+        return [self.get(key, rng) for key, rng in requests]
+
+    def exists(self, key: str) -> bool:
+        return self.get(key, ByteRange(0, 0)) is not None
+
+    def size(self, key: str) -> int | None:
+        """Size in bytes of the value at `key`, or None if missing."""
+        value = self.get(key)
+        return None if value is None else len(value)
+
+    @abstractmethod
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        """Every key that starts with `prefix` ("" or ending in "/"), as full keys, any order."""
+
+    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        """Immediate children of `prefix`: (names of keys, names of sub-prefixes), sorted."""
+        validate_prefix(prefix)
+        keys: set[str] = set()
+        dirs: set[str] = set()
+        for key in self.list_prefix(prefix):
+            rest = key[len(prefix):]
+            head, sep, _ = rest.partition("/")
+            (dirs if sep else keys).add(head)
+        return sorted(keys), sorted(dirs)
+
+    # -- writing -----------------------------------------------------------------------------
+    @abstractmethod
+    def _set(self, key: str, value: Buffer) -> None:
+        """Store `value` atomically: readers see the old value or the new one, never a mix."""
+
+    @abstractmethod
+    def _delete(self, key: str) -> None:
+        """Remove `key`; no error if it does not exist."""
+
+    def set(self, key: str, value: Buffer) -> None:
+        self._check_writable(key)
+        self._set(validate_key(key), value)
+
+    def set_many(self, items: Iterable[tuple[str, Buffer]]) -> None:
+        for key, value in items:
+            self.set(key, value)
+
+    def delete(self, key: str) -> None:
+        self._check_writable(key)
+        self._delete(validate_key(key))
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self.delete(key)
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Remove every key under `prefix` ("" removes everything)."""
+        self._check_writable(prefix or "<root>")
+        for key in list(self.list_prefix(validate_prefix(prefix))):
+            self._delete(key)
+
+    def lock(self, key: str) -> AbstractContextManager[Any]:
+        """A mutual-exclusion lock for a read-modify-write of `key`.
+
+        The default is a per-store, per-key thread lock; stores shared between processes
+        (the file store) override it with an inter-process lock.
+        """
+        with self._locks_guard:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = threading.Lock()
+        return lock
+
+    def _check_writable(self, key: str) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"cannot write {key!r}: the {self.driver or 'store'} store is read-only")
+
+    # -- description -------------------------------------------------------------------------
+    @abstractmethod
+    def to_json(self) -> dict[str, Any]:
+        """A TensorStore-style kvstore spec, e.g. {"driver": "file", "path": "/data/"}."""
+
+    def close(self) -> None:
+        """Release resources (flush a zip file, ...). The default does nothing."""
+        return None  # deliberately not abstract: most stores hold nothing to release
+
+    def __enter__(self) -> KvStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

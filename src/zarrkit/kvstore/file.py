@@ -1,0 +1,508 @@
+"""A key/value store over a local directory (the Zarr v3 "file system store").
+
+Key "a/b/c" is the file `<root>/a/b/c`. Design points:
+
+* Writes are atomic: the value goes to a temp file `.<name>.<random>.partial` in the target's
+  directory, which then replaces the target with `os.replace`, so readers see the old or the new
+  value, never a mix. fsync is off by default (it costs milliseconds per chunk); `fsync=True`
+  syncs the file and its directory before returning.
+* Every operation validates its key, and refuses (InvalidKeyError) a key that resolves through a
+  symbolic link to a place outside the root. On Linux the check reads `/proc/self/fd/<fd>` for the
+  file or directory actually opened, so it is cheap and free of check-then-use races; elsewhere it
+  falls back to `os.path.realpath` before opening. Creating missing directories and listing use
+  `realpath` (rare / already expensive operations).
+* `lock(key)` combines a per-key thread lock with `fcntl.flock` on `<root>/.zarrkit-locks/<hash>`,
+  so read-modify-write cycles exclude other threads and other processes. Lock files are never
+  deleted (deleting them would let two processes lock different files for the same key).
+* The hot paths use plain string joins and `os.open`/`os.pread`: a small chunk read is one
+  open, fstat, readlink, pread and close.
+
+POSIX only (uses `fcntl` and `dir_fd`).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+import re
+import stat
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..errors import InvalidKeyError, StoreError
+from ._util import MAX_IO, byte_view, pread_exact, resolve_range
+from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
+
+LOCK_DIR = ".zarrkit-locks"
+#: Ranges of one file whose gap is smaller than this are fetched with a single read.
+COALESCE_GAP = 4096
+
+_PROC_FD = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else None
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: opening a FIFO planted in the store must not hang the reader.
+_READ_FLAGS = os.O_RDONLY | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | _CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+_TEMP_SUFFIX = ".partial"
+_TEMP_RE = re.compile(r"\..*\.[0-9a-f]{16}\.partial\Z", re.DOTALL)
+# A directory removed by a concurrent delete between our mkdir and our create is retried.
+_WRITE_ATTEMPTS = 16
+
+
+def _is_temp_name(name: str) -> bool:
+    return name.endswith(_TEMP_SUFFIX) and _TEMP_RE.match(name) is not None
+
+
+def _temp_name(name: str) -> str:
+    # Truncate so the temp name stays under NAME_MAX even for long key segments.
+    return f".{name[:64]}.{os.urandom(8).hex()}{_TEMP_SUFFIX}"
+
+
+def _write_all(fd: int, value: Buffer) -> None:
+    view = value if type(value) is bytes else byte_view(value)
+    size = len(view)
+    done = os.write(fd, view)
+    if done == size:
+        return  # the common case: one write() took everything
+    view = memoryview(view)  # slicing a view does not copy
+    while done < size:
+        done += os.write(fd, view[done:done + MAX_IO])
+
+
+def _unlink_quietly(name: str, dir_fd: int) -> None:
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except OSError:
+        pass
+
+
+def _wrap(exc: OSError, action: str, key: str, root: str) -> StoreError:
+    message = f"cannot {action} {key!r} in file store {root!r}: {exc.strerror or exc}"
+    return StoreError(exc.errno, message) if exc.errno is not None else StoreError(message)
+
+
+def _coalesce(spans: list[tuple[int, int, int]], gap: int) -> list[list[tuple[int, int, int]]]:
+    """Group (start, stop, index) spans, sorted by start, whose gaps are below `gap`."""
+    groups: list[list[tuple[int, int, int]]] = []
+    group_stop = -1
+    for span in spans:
+        if groups and span[0] <= group_stop + gap:
+            groups[-1].append(span)
+            group_stop = max(group_stop, span[1])
+        else:
+            groups.append([span])
+            group_stop = span[1]
+    return groups
+
+
+def _rebuild(root: str, read_only: bool, fsync: bool) -> FileStore:
+    return FileStore(root, read_only, fsync=fsync)
+
+
+class FileStore(KvStore):
+    """Keys are files under the directory `root` (created on first write, never when read-only)."""
+
+    driver = "file"
+
+    def __init__(
+        self, root: str | os.PathLike[str], read_only: bool = False, *, fsync: bool = False
+    ) -> None:
+        super().__init__(read_only=read_only)
+        root = os.path.abspath(os.fspath(root))
+        self.root = root
+        self.fsync = fsync
+        self._base = root if root.endswith("/") else root + "/"
+        self._real_root = os.path.realpath(root)
+        self._real_base = self._real_root.rstrip("/") + "/"
+        self._lock_dir = self._base + LOCK_DIR
+
+    # -- key → path, and the escape checks ---------------------------------------------------
+    def _path(self, key: str) -> str:
+        validate_key(key)
+        if key.startswith(LOCK_DIR) and (len(key) == len(LOCK_DIR) or key[len(LOCK_DIR)] == "/"):
+            raise InvalidKeyError(f"invalid store key {key!r}: {LOCK_DIR!r} is reserved")
+        return self._base + key
+
+    def _inside(self, real: str, allow_root: bool = False) -> bool:
+        return real.startswith(self._real_base) or (allow_root and real == self._real_root)
+
+    def _escape_error(self, key: str) -> InvalidKeyError:
+        return InvalidKeyError(
+            f"store key {key!r} resolves outside the file store root {self.root!r} "
+            "(through a symbolic link)")
+
+    def _check_fd(self, fd: int, key: str, allow_root: bool = False) -> None:
+        """Refuse an open file/directory that is not inside the root (Linux: no race)."""
+        if _PROC_FD is not None and not self._inside(os.readlink(_PROC_FD + str(fd)), allow_root):
+            raise self._escape_error(key)
+
+    def _check_path(self, path: str, key: str, allow_root: bool = False) -> None:
+        """The portable (slower, racy) check, for when no fd is open yet."""
+        if not self._inside(os.path.realpath(path), allow_root):
+            raise self._escape_error(key)
+
+    def _open_checked(self, path: str, flags: int, key: str, allow_root: bool = False) -> int | None:
+        """Open `path` after/before the escape check; None if it does not exist."""
+        if _PROC_FD is None:
+            self._check_path(path, key, allow_root)
+        try:
+            fd = os.open(path, flags)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            self._check_fd(fd, key, allow_root)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _open_value(self, key: str) -> tuple[int, int] | None:
+        """(fd, size) of the regular file holding `key`, or None if there is no such value."""
+        fd = self._open_checked(self._path(key), _READ_FLAGS, key)
+        if fd is None:
+            return None
+        try:
+            st = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        if not stat.S_ISREG(st.st_mode):  # a directory (or device, FIFO) is not a value
+            os.close(fd)
+            return None
+        return fd, st.st_size
+
+    # -- reading -----------------------------------------------------------------------------
+    def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+        try:
+            opened = self._open_value(key)
+            if opened is None:
+                return None
+            fd, size = opened
+            try:
+                start, stop = resolve_range(byte_range, size)
+                return pread_exact(fd, stop - start, start)
+            finally:
+                os.close(fd)
+        except StoreError:
+            raise
+        except OSError as exc:
+            raise _wrap(exc, "read", key, self.root) from exc
+
+    def get_many(
+        self, requests: Sequence[tuple[str, ByteRange | None]]
+    ) -> list[Buffer | None]:
+        """Each key's file is opened once; its nearby ranges are fetched with one read."""
+        results: list[Buffer | None] = [None] * len(requests)
+        by_key: dict[str, list[int]] = {}
+        for index, (key, _) in enumerate(requests):
+            by_key.setdefault(key, []).append(index)
+        for key, indices in by_key.items():
+            if len(indices) == 1:
+                results[indices[0]] = self.get(key, requests[indices[0]][1])
+                continue
+            try:
+                self._get_ranges(key, [(i, requests[i][1]) for i in indices], results)
+            except StoreError:
+                raise
+            except OSError as exc:
+                raise _wrap(exc, "read", key, self.root) from exc
+        return results
+
+    def _get_ranges(
+        self, key: str, items: list[tuple[int, ByteRange | None]], results: list[Buffer | None]
+    ) -> None:
+        opened = self._open_value(key)
+        if opened is None:
+            return
+        fd, size = opened
+        try:
+            spans = sorted((*resolve_range(rng, size), index) for index, rng in items)
+            for group in _coalesce(spans, COALESCE_GAP):
+                start = group[0][0]
+                stop = max(span[1] for span in group)
+                data = pread_exact(fd, stop - start, start)
+                for lo, hi, index in group:
+                    whole = lo == start and hi == stop
+                    results[index] = data if whole else data[lo - start:hi - start]
+        finally:
+            os.close(fd)
+
+    def exists(self, key: str) -> bool:
+        return self.size(key) is not None
+
+    def size(self, key: str) -> int | None:
+        try:
+            opened = self._open_value(key)
+        except StoreError:
+            raise
+        except OSError as exc:
+            raise _wrap(exc, "stat", key, self.root) from exc
+        if opened is None:
+            return None
+        os.close(opened[0])
+        return opened[1]
+
+    # -- listing -----------------------------------------------------------------------------
+    def _prefix_dir(self, prefix: str) -> str:
+        """The directory holding `prefix`'s keys, checked to be inside the root."""
+        validate_prefix(prefix)
+        if not prefix:
+            return self.root
+        path = self._path(prefix[:-1])
+        self._check_path(path, prefix, allow_root=True)
+        return path
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        top = self._prefix_dir(prefix)
+        return self._walk(top, prefix, os.path.realpath(top), (), at_root=not prefix)
+
+    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        top = self._prefix_dir(prefix)
+        real_top = os.path.realpath(top)
+        keys: list[str] = []
+        dirs: list[str] = []
+        for name, kind, real in self._children(top, real_top, (), at_root=not prefix):
+            if kind == "file":
+                keys.append(name)
+            elif next(self._walk(top + "/" + name, "", real, (real_top,)), None) is not None:
+                dirs.append(name)  # only directories that hold at least one key
+        return sorted(keys), sorted(dirs)
+
+    def _walk(
+        self, path: str, key_prefix: str, real: str, seen: tuple[str, ...], at_root: bool = False
+    ) -> Iterator[str]:
+        """Keys below directory `path`; `real` is its resolved path, `seen` those of its parents."""
+        seen = (*seen, real)
+        for name, kind, child_real in self._children(path, real, seen, at_root):
+            if kind == "file":
+                yield key_prefix + name
+            else:
+                yield from self._walk(path + "/" + name, key_prefix + name + "/", child_real, seen)
+
+    def _children(
+        self, path: str, real: str, seen: tuple[str, ...], at_root: bool
+    ) -> list[tuple[str, str, str]]:
+        """(name, "file"|"dir", resolved path) of the entries of `path` that hold keys."""
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)  # close the directory before recursing (bounded fd use)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        children = []
+        for entry in entries:
+            name = entry.name
+            if name[0] == "." and (_is_temp_name(name) or (at_root and name == LOCK_DIR)):
+                continue
+            if entry.is_symlink():
+                kind, child_real = self._symlink_kind(entry.path, seen)
+            elif entry.is_dir(follow_symlinks=False):
+                kind, child_real = "dir", real + "/" + name
+            else:
+                kind = "file" if entry.is_file(follow_symlinks=False) else ""
+                child_real = ""
+            if kind:
+                children.append((name, kind, child_real))
+        return children
+
+    def _symlink_kind(self, path: str, seen: tuple[str, ...]) -> tuple[str, str]:
+        """Follow a link only if it stays inside the root and does not loop back to a parent."""
+        real = os.path.realpath(path)
+        if not self._inside(real, allow_root=True) or real in seen or real == self._real_root:
+            return "", real
+        if os.path.isdir(real):
+            return "dir", real
+        return ("file" if os.path.isfile(real) else ""), real
+
+    # -- writing -----------------------------------------------------------------------------
+    def _set(self, key: str, value: Buffer) -> None:
+        parent, _, name = self._path(key).rpartition("/")
+        try:
+            for _ in range(_WRITE_ATTEMPTS):
+                dir_fd = self._open_checked(parent, _DIR_FLAGS, key, allow_root=True)
+                if dir_fd is None:
+                    self._make_dirs(parent, key)
+                    continue
+                try:
+                    if self._write_in(dir_fd, name, value):
+                        return
+                finally:
+                    os.close(dir_fd)
+        except StoreError:
+            raise
+        except OSError as exc:
+            raise _wrap(exc, "write", key, self.root) from exc
+        raise StoreError(f"cannot write {key!r} in file store {self.root!r}: "
+                         "its directory keeps being removed concurrently")
+
+    def _make_dirs(self, path: str, key: str) -> None:
+        self._check_path(path, key, allow_root=True)  # before creating anything
+        try:
+            os.makedirs(path, exist_ok=True)
+        except FileNotFoundError:
+            pass  # a parent was removed by a concurrent delete; the caller retries
+
+    def _write_in(self, dir_fd: int, name: str, value: Buffer) -> bool:
+        """Atomically replace `name` in the open directory; False if the directory vanished."""
+        temp = _temp_name(name)
+        try:
+            fd = os.open(temp, _TEMP_FLAGS, 0o666, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return False  # the directory was removed after we opened it
+        try:
+            try:
+                _write_all(fd, value)
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            _unlink_quietly(temp, dir_fd)
+            raise
+        if self.fsync:
+            os.fsync(dir_fd)  # makes the rename itself durable
+        return True
+
+    def _delete(self, key: str) -> None:
+        parent, _, name = self._path(key).rpartition("/")
+        try:
+            dir_fd = self._open_checked(parent, _DIR_FLAGS, key, allow_root=True)
+            if dir_fd is None:
+                return
+            try:
+                if not self._unlink_in(dir_fd, name):
+                    return
+            finally:
+                os.close(dir_fd)
+        except StoreError:
+            raise
+        except OSError as exc:
+            raise _wrap(exc, "delete", key, self.root) from exc
+        self._prune(parent)
+
+    @staticmethod
+    def _unlink_in(dir_fd: int, name: str) -> bool:
+        """Remove the file `name`; False if it is missing or a directory (not a value)."""
+        try:
+            os.unlink(name, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            if exc.errno in (errno.EISDIR, errno.EPERM) and stat.S_ISDIR(
+                    os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                return False
+            raise
+        return True
+
+    def _prune(self, path: str) -> None:
+        """Remove now-empty directories from `path` up to (not including) the root.
+
+        Best effort: stops at the first directory that is not empty or already gone; a concurrent
+        writer whose directory disappears simply recreates it.
+        """
+        while len(path) > len(self._base):
+            try:
+                os.rmdir(path)
+            except OSError:
+                return
+            path = path.rpartition("/")[0]
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Delete every key under `prefix`, then its empty directories (the root and the lock
+        directory always stay)."""
+        self._check_writable(prefix or "<root>")
+        top = self._prefix_dir(prefix)
+        for key in list(self.list_prefix(prefix)):
+            self._delete(key)
+        self._prune_tree(top, at_root=not prefix)
+        if prefix:
+            self._prune(top)
+
+    def _prune_tree(self, path: str, at_root: bool) -> None:
+        """Remove the empty directories below `path`, deepest first (symlinks are not followed)."""
+        try:
+            with os.scandir(path) as it:
+                subdirs = [e.path for e in it if e.is_dir(follow_symlinks=False)
+                           and not (at_root and e.name == LOCK_DIR)]
+        except OSError:
+            return
+        for subdir in subdirs:
+            self._prune_tree(subdir, at_root=False)
+            try:
+                os.rmdir(subdir)
+            except OSError:
+                pass  # not empty (e.g. a concurrent writer's file): keep it
+
+    # -- locking -----------------------------------------------------------------------------
+    def lock(self, key: str) -> _KeyLock:
+        """An exclusive lock on `key` across threads and processes (not reentrant)."""
+        self._check_writable(key)  # lock files are writes; read-only stores create nothing
+        self._path(key)
+        return _KeyLock(self, key)
+
+    def _open_lock_file(self, key: str) -> int:
+        name = hashlib.sha256(key.encode()).hexdigest()[:32] + ".lock"
+        try:
+            dir_fd = self._open_checked(self._lock_dir, _DIR_FLAGS, LOCK_DIR)
+            if dir_fd is None:
+                self._check_path(self._lock_dir, LOCK_DIR)
+                os.makedirs(self._lock_dir, exist_ok=True)
+                dir_fd = self._open_checked(self._lock_dir, _DIR_FLAGS, LOCK_DIR)
+                if dir_fd is None:
+                    raise FileNotFoundError(errno.ENOENT, "lock directory vanished")
+            try:
+                return os.open(name, _LOCK_FLAGS, 0o666, dir_fd=dir_fd)
+            finally:
+                os.close(dir_fd)
+        except StoreError:
+            raise
+        except OSError as exc:
+            raise _wrap(exc, "lock", key, self.root) from exc
+
+    # -- description -------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {"driver": "file", "path": self._base}
+
+    def __repr__(self) -> str:
+        mode = ", read_only=True" if self.read_only else ""
+        return f"FileStore({self.root!r}{mode})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Locks are not picklable; a copy in another process reopens the same directory.
+        return (_rebuild, (self.root, self.read_only, self.fsync))
+
+
+class _KeyLock:
+    """Holds the per-key thread lock, then an exclusive flock on the key's lock file."""
+
+    def __init__(self, store: FileStore, key: str) -> None:
+        self._store = store
+        self._key = key
+        self._thread_lock: threading.Lock = KvStore.lock(store, key)
+        self._fd = -1
+
+    def __enter__(self) -> _KeyLock:
+        self._thread_lock.acquire()
+        try:
+            fd = self._store._open_lock_file(self._key)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                raise
+        except BaseException:
+            self._thread_lock.release()
+            raise
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        fd, self._fd = self._fd, -1
+        try:
+            os.close(fd)  # closing the only descriptor releases the flock
+        finally:
+            self._thread_lock.release()

@@ -1,0 +1,128 @@
+"""An in-memory key/value store, optionally registered under a name for the whole process.
+
+`MemoryStore()` is private to whoever holds it. `MemoryStore.named("x")` returns the store
+registered as "x" (creating it on first use), so `memory://x/...` URLs opened anywhere in the
+process see the same data. Named stores live until `MemoryStore.discard("x")`.
+
+Spec JSON follows TensorStore's shape: a named store is `{"driver": "memory", "path": "x/"}`
+(the first path segment is the registry name), an anonymous one is `{"driver": "memory"}`
+(reopening that gives a fresh, empty store, as it does in TensorStore).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from ..errors import InvalidKeyError
+from ._util import as_bytes, resolve_range
+from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
+
+
+class _Data:
+    """The mutable state of one memory store, shared by its writable and read-only handles."""
+
+    __slots__ = ("values", "lock", "key_locks", "key_locks_guard")
+
+    def __init__(self) -> None:
+        self.values: dict[str, bytes] = {}
+        self.lock = threading.Lock()
+        # Read-modify-write locks must be shared by every handle on the same data.
+        self.key_locks: dict[str, threading.Lock] = {}
+        self.key_locks_guard = threading.Lock()
+
+
+class MemoryStore(KvStore):
+    """A thread-safe dict of immutable `bytes` values."""
+
+    driver = "memory"
+
+    _registry: ClassVar[dict[str, _Data]] = {}
+    _registry_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, read_only: bool = False) -> None:
+        super().__init__(read_only=read_only)
+        self.name: str | None = None
+        self._attach(_Data())
+
+    def _attach(self, data: _Data) -> None:
+        self._data = data
+        self._values = data.values
+        self._lock = data.lock
+        self._locks = data.key_locks
+        self._locks_guard = data.key_locks_guard
+
+    @classmethod
+    def named(cls, name: str, read_only: bool = False) -> MemoryStore:
+        """The process-wide store registered as `name` (created empty on first use)."""
+        if "/" in validate_key(name):
+            raise InvalidKeyError(f"invalid memory store name {name!r}: must not contain '/'")
+        with cls._registry_lock:
+            data = cls._registry.get(name)
+            if data is None:
+                data = cls._registry[name] = _Data()
+        store = cls(read_only=read_only)
+        store.name = name
+        store._attach(data)
+        return store
+
+    @classmethod
+    def discard(cls, name: str) -> None:
+        """Forget the named store; handles already open keep their data, new ones start empty."""
+        with cls._registry_lock:
+            cls._registry.pop(name, None)
+
+    # -- reading -----------------------------------------------------------------------------
+    def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+        validate_key(key)
+        value = self._values.get(key)
+        if value is None or byte_range is None:
+            return value
+        start, stop = resolve_range(byte_range, len(value))
+        return value[start:stop]
+
+    def exists(self, key: str) -> bool:
+        return validate_key(key) in self._values
+
+    def size(self, key: str) -> int | None:
+        value = self._values.get(validate_key(key))
+        return None if value is None else len(value)
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        validate_prefix(prefix)
+        with self._lock:  # iterate over a snapshot: writers may change the dict meanwhile
+            keys = [k for k in self._values if k.startswith(prefix)]
+        return iter(keys)
+
+    # -- writing -----------------------------------------------------------------------------
+    def _set(self, key: str, value: Buffer) -> None:
+        data = as_bytes(value)  # copy before taking the lock: callers may reuse their buffer
+        with self._lock:
+            self._values[key] = data
+
+    def _delete(self, key: str) -> None:
+        with self._lock:
+            self._values.pop(key, None)
+
+    def delete_prefix(self, prefix: str) -> None:
+        self._check_writable(prefix or "<root>")
+        validate_prefix(prefix)
+        with self._lock:
+            if not prefix:
+                self._values.clear()
+                return
+            for key in [k for k in self._values if k.startswith(prefix)]:
+                del self._values[key]
+
+    # -- description -------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        if self.name is None:
+            return {"driver": "memory"}
+        return {"driver": "memory", "path": self.name + "/"}
+
+    def __repr__(self) -> str:
+        mode = ", read_only=True" if self.read_only else ""
+        if self.name is None:
+            return f"MemoryStore(<anonymous>{mode})"
+        return f"MemoryStore.named({self.name!r}{mode})"

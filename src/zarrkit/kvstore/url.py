@@ -1,0 +1,334 @@
+"""Open key/value stores from URLs, local paths and TensorStore-style kvstore specs.
+
+Accepted forms (TensorStore's conventions):
+
+* a `KvStore` instance;
+* a local path (`str` or `os.PathLike`): a directory store, or a zip store if the name ends in
+  ".zip" and is not an existing directory;
+* URLs `file:///abs/dir`, `memory://name/path`, and pipelines whose later parts are adapters:
+  `file:///data/a.zip|zip:inner/path`;
+* JSON specs `{"driver": "file", "path": "/abs/dir/"}`, `{"driver": "memory", "path": "name/p"}`,
+  `{"driver": "zip", "path": "inner/", "base": {"driver": "file", "path": "/x.zip"}}` (`base`
+  may also be a URL string).
+
+Drivers live in a registry keyed by driver name, which is also the URL scheme, so remote stores
+(s3, gs, http, ...) plug in with `register_kvstore_driver` without touching this module.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, unquote
+
+from ..errors import InvalidKeyError, SpecError
+from .base import KvStore, validate_key
+from .file import FileStore
+from .memory import MemoryStore
+from .zip import ZipStore
+
+Spec = dict[str, Any]
+
+_SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+# Characters left unescaped in URL paths: RFC 3986 pchar minus "|" (the pipeline separator).
+_SAFE = "/:@!$&'()*+,;="
+_MODES = ("r", "r+", "a", "w", "w-")
+
+
+@dataclass(frozen=True)
+class OpenOptions:
+    """How a store is to be opened: `read_only`, and the zarr-style `mode` it came from."""
+
+    read_only: bool = False
+    mode: str = "a"
+
+
+@dataclass(frozen=True)
+class KvStoreDriver:
+    """One kind of store.
+
+    `open(spec, options)` returns the store and the path within it (no slashes at the ends).
+    `from_url(body, base, url)` turns the text after "<name>:" into a spec (`base` is the spec of
+    the preceding pipeline part, for adapters); `to_url(spec)` is the inverse, without the base.
+    `members` lists the spec members accepted (others are refused, as TensorStore does).
+    """
+
+    name: str
+    open: Callable[[Spec, OpenOptions], tuple[KvStore, str]]
+    from_url: Callable[[str, Spec | None, str], Spec] | None = None
+    to_url: Callable[[Spec], str] | None = None
+    adapter: bool = False
+    members: frozenset[str] = field(default_factory=frozenset)
+
+
+_DRIVERS: dict[str, KvStoreDriver] = {}
+
+
+def register_kvstore_driver(driver: KvStoreDriver, *, replace: bool = False) -> None:
+    """Make `driver` available by its name in specs and as a URL scheme."""
+    if driver.name in _DRIVERS and not replace:
+        raise SpecError(f"kvstore driver {driver.name!r} is already registered")
+    _DRIVERS[driver.name] = driver
+
+
+def get_kvstore_driver(name: str) -> KvStoreDriver:
+    driver = _DRIVERS.get(name)
+    if driver is None:
+        known = ", ".join(sorted(_DRIVERS))
+        raise SpecError(f"unknown kvstore driver {name!r} (known: {known})")
+    return driver
+
+
+# -- path helpers --------------------------------------------------------------------------
+def _clean_path(path: str, where: object) -> str:
+    """`path` without slashes at the ends, every segment a valid key segment."""
+    path = path.strip("/")
+    if path:
+        try:
+            validate_key(path)
+        except InvalidKeyError as exc:
+            raise SpecError(f"invalid path {path!r} in kvstore {where!r}: {exc}") from None
+    return path
+
+
+def _join(base: str, path: str) -> str:
+    if not path:
+        return base
+    if not base:
+        return path
+    return base.rstrip("/") + "/" + path
+
+
+def _spec_path(spec: Spec, where: object) -> str:
+    path = spec.get("path", "")
+    if not isinstance(path, str):
+        raise SpecError(f"kvstore spec {where!r}: 'path' must be a string")
+    return path
+
+
+def _url_body(body: str, scheme: str, url: str) -> str:
+    """The percent-decoded path of `scheme://<path>` (no query or fragment allowed)."""
+    if not body.startswith("//"):
+        raise SpecError(f"invalid {scheme} URL {url!r}: expected {scheme}://...")
+    if "?" in body or "#" in body:
+        raise SpecError(f"invalid {scheme} URL {url!r}: query strings and fragments are not "
+                        "supported")
+    return _unquote(body[2:], url)
+
+
+def _unquote(text: str, url: str) -> str:
+    try:
+        return unquote(text, errors="strict")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"invalid percent-encoding in URL {url!r}") from exc
+
+
+# -- file ----------------------------------------------------------------------------------
+def _file_from_url(body: str, base: Spec | None, url: str) -> Spec:
+    rest = _url_body(body, "file", url)
+    host, slash, path = rest.partition("/")
+    if host not in ("", "localhost"):  # RFC 8089: only the local host
+        raise SpecError(f"invalid file URL {url!r}: remote host {host!r} is not supported")
+    return {"driver": "file", "path": slash + path}
+
+
+def _file_to_url(spec: Spec) -> str:
+    return "file://" + quote(_spec_path(spec, spec), safe=_SAFE)
+
+
+def _file_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
+    path = _spec_path(spec, spec)
+    if not path:
+        raise SpecError(f"kvstore spec {spec!r}: 'path' is required for the file driver")
+    fsync = spec.get("file_io_sync", False)
+    return FileStore(path, options.read_only, fsync=fsync is True), ""
+
+
+# -- memory --------------------------------------------------------------------------------
+def _memory_from_url(body: str, base: Spec | None, url: str) -> Spec:
+    path = _url_body(body, "memory", url)
+    return {"driver": "memory", "path": path} if path else {"driver": "memory"}
+
+
+def _memory_to_url(spec: Spec) -> str:
+    return "memory://" + quote(_spec_path(spec, spec), safe=_SAFE)
+
+
+def _memory_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
+    # The first path segment names a process-wide store; no name means a fresh private store.
+    path = _clean_path(_spec_path(spec, spec), spec)
+    name, _, rest = path.partition("/")
+    if not name:
+        return MemoryStore(options.read_only), ""
+    return MemoryStore.named(name, options.read_only), rest
+
+
+# -- zip -----------------------------------------------------------------------------------
+def _zip_from_url(body: str, base: Spec | None, url: str) -> Spec:
+    if base is None:
+        raise SpecError(f"invalid URL {url!r}: 'zip:' is an adapter and must follow a base, "
+                        "e.g. file:///data/a.zip|zip:inner/path")
+    if body.startswith("//") or "?" in body or "#" in body:
+        raise SpecError(f"invalid zip URL component in {url!r}: expected zip:<path in archive>")
+    path = _unquote(body, url)
+    spec: Spec = {"driver": "zip", "base": base}
+    if path:
+        spec["path"] = path
+    return spec
+
+
+def _zip_to_url(spec: Spec) -> str:
+    return "zip:" + quote(_spec_path(spec, spec), safe=_SAFE)
+
+
+def _zip_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
+    if "base" not in spec:
+        raise SpecError(f"kvstore spec {spec!r}: the zip driver requires 'base'")
+    base = spec["base"]
+    if isinstance(base, str | os.PathLike) and not _looks_like_url(os.fspath(base)):
+        base = {"driver": "file", "path": os.path.abspath(base)}  # a plain path to the archive
+    base = normalize_kvstore_spec(base)
+    if base.get("driver") != "file":
+        raise SpecError(f"kvstore spec {spec!r}: the zip driver needs a 'file' base, "
+                        f"not {base.get('driver')!r}")
+    archive = _spec_path(base, base)
+    if not archive or archive.endswith("/"):
+        raise SpecError(f"kvstore spec {spec!r}: the zip base must name a file, got {archive!r}")
+    mode = "r" if options.read_only else ("w" if options.mode == "w" else "a")
+    return ZipStore(archive, mode), _clean_path(_spec_path(spec, spec), spec)
+
+
+for _driver in (
+    KvStoreDriver("file", _file_open, _file_from_url, _file_to_url,
+                  members=frozenset({"path", "context", "file_io_concurrency", "file_io_sync",
+                                     "file_io_locking", "file_io_mode"})),
+    KvStoreDriver("memory", _memory_open, _memory_from_url, _memory_to_url,
+                  members=frozenset({"path", "context", "memory_key_value_store", "atomic"})),
+    KvStoreDriver("zip", _zip_open, _zip_from_url, _zip_to_url, adapter=True,
+                  members=frozenset({"path", "base", "context", "cache_pool",
+                                     "data_copy_concurrency"})),
+):
+    register_kvstore_driver(_driver)
+
+
+# -- URLs <-> specs ------------------------------------------------------------------------
+def parse_kvstore_url(url: str) -> Spec:
+    """The kvstore spec of a URL or pipeline such as `file:///data/a.zip|zip:inner/path`."""
+    spec: Spec | None = None
+    for position, part in enumerate(url.split("|")):
+        match = _SCHEME_RE.match(part)
+        if match is None:
+            raise SpecError(f"invalid kvstore URL {url!r}: {part!r} has no scheme")
+        driver = get_kvstore_driver(match.group(1).lower())
+        if driver.from_url is None:
+            raise SpecError(f"kvstore driver {driver.name!r} has no URL form (in {url!r})")
+        if position and not driver.adapter:
+            raise SpecError(f"invalid kvstore URL {url!r}: {driver.name!r} is not an adapter "
+                            "and cannot follow '|'")
+        spec = driver.from_url(part[match.end():], spec, url)
+    assert spec is not None  # str.split always yields at least one part
+    return spec
+
+
+def kvstore_spec_to_url(spec: Mapping[str, Any]) -> str:
+    """The URL (or pipeline) of a kvstore spec."""
+    spec = normalize_kvstore_spec(spec)
+    driver = get_kvstore_driver(spec["driver"])
+    if driver.to_url is None:
+        raise SpecError(f"kvstore driver {driver.name!r} has no URL form")
+    own = driver.to_url(spec)
+    if driver.adapter:
+        return kvstore_spec_to_url(spec["base"]) + "|" + own
+    return own
+
+
+def kvstore_spec(store: KvStore, path: str = "") -> Spec:
+    """The spec of `path` within `store` (`store.to_json()` with the path appended)."""
+    spec = store.to_json()
+    joined = _join(spec.get("path", ""), path.strip("/"))
+    if joined:
+        spec["path"] = joined
+    return spec
+
+
+def kvstore_to_url(store: KvStore, path: str = "") -> str:
+    """The URL of `path` within `store`, e.g. `file:///data/a.zarr`."""
+    if isinstance(store, MemoryStore) and store.name is None:
+        raise SpecError(f"{store!r} has no URL: only named memory stores can be reopened")
+    return kvstore_spec_to_url(kvstore_spec(store, path))
+
+
+# -- opening -------------------------------------------------------------------------------
+def _local_path_spec(path: str) -> Spec:
+    path = os.path.abspath(path)
+    if path.endswith(".zip") and not os.path.isdir(path):
+        return {"driver": "zip", "base": {"driver": "file", "path": path}}
+    return {"driver": "file", "path": path + "/"}
+
+
+def _looks_like_url(text: str) -> bool:
+    match = _SCHEME_RE.match(text)
+    # A one-letter "scheme" is a Windows drive ("C:\\data"), not a URL.
+    return "|" in text or (match is not None and len(match.group(1)) > 1
+                           and (text[match.end():].startswith("//")
+                                or match.group(1).lower() in _DRIVERS))
+
+
+def normalize_kvstore_spec(where: object) -> Spec:
+    """A spec dict for a URL, local path or spec (checked for driver and members)."""
+    if isinstance(where, os.PathLike):
+        where = os.fspath(where)
+    if isinstance(where, str):
+        if not where:
+            raise SpecError("empty kvstore URL/path")
+        return parse_kvstore_url(where) if _looks_like_url(where) else _local_path_spec(where)
+    if isinstance(where, Mapping):
+        return _check_spec(where)
+    raise SpecError(f"cannot open a kvstore from {type(where).__name__} {where!r}: expected a "
+                    "KvStore, path, URL or spec dict")
+
+
+def _check_spec(spec: Mapping[str, Any]) -> Spec:
+    name = spec.get("driver")
+    if not isinstance(name, str):
+        raise SpecError(f"kvstore spec {dict(spec)!r} has no 'driver' string")
+    driver = get_kvstore_driver(name)
+    extra = set(spec) - driver.members - {"driver"}
+    if extra:
+        raise SpecError(f"kvstore spec for driver {name!r} has unknown members {sorted(extra)}")
+    return dict(spec)
+
+
+def _options(read_only: bool, mode: str | None) -> OpenOptions:
+    if mode is None:
+        return OpenOptions(read_only, "r" if read_only else "a")
+    if mode not in _MODES:
+        raise SpecError(f"invalid mode {mode!r}: expected one of {_MODES}")
+    if mode == "r":
+        return OpenOptions(True, mode)
+    if read_only:
+        raise SpecError(f"mode {mode!r} contradicts read_only=True")
+    return OpenOptions(False, mode)
+
+
+def open_kvstore(
+    where: KvStore | str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    read_only: bool = False,
+    mode: str | None = None,
+) -> tuple[KvStore, str]:
+    """Open a store; returns it and the path within it ("" or "a/b", no slashes at the ends).
+
+    `mode` ("r", "r+", "a", "w", "w-") only decides read-only vs writable, and for zip archives
+    whether "w" starts a new archive (replacing the old one on close); node-level semantics
+    (what "w" or "w-" do to existing nodes) belong to the caller.
+    """
+    if isinstance(where, KvStore):
+        return where, ""
+    options = _options(read_only, mode)
+    spec = normalize_kvstore_spec(where)
+    store, path = get_kvstore_driver(spec["driver"]).open(spec, options)
+    return store, path

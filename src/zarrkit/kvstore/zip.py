@@ -1,0 +1,286 @@
+"""A key/value store inside a ZIP archive.
+
+Zip archives cannot change an entry in place, so:
+
+* `set` on an existing key appends a new entry; the latest entry of a name wins.
+* `delete` only forgets the key in memory.
+* `close()` writes the central directory and, if any entry was superseded or deleted, rewrites
+  the archive without them into a temp file that then atomically replaces the original.
+* mode "w" builds the new archive in a temp file and replaces `path` only on `close()`, so an
+  existing archive survives a crash mid-write. Mode "a" appends in place (zip's own format
+  overwrites the old central directory, so a crash before `close()` needs a zip repair tool).
+
+Stored (uncompressed) entries are read with `os.pread` at the entry's data offset: no lock, real
+partial reads, and whole reads are checked against the entry's CRC-32. Compressed entries are
+read through `zipfile` under the store lock.
+
+Member names that are not valid keys (absolute, with "..", backslashes, ...) are never exposed:
+they are left out of listings (see `invalid_names`) and cannot be requested, because the same
+validation applies to every requested key. Non-key members survive compaction untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import threading
+import time
+import zipfile
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import CorruptDataError, InvalidKeyError, SpecError, StoreError
+from ._util import byte_view, pread_exact, resolve_range
+from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
+
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, (skipped fields), name and extra lengths
+_LOCAL_SIGNATURE = b"PK\x03\x04"
+_COPY_CHUNK = 1 << 20
+_MODES = ("r", "w", "a")
+
+
+def _temp_path(path: str) -> str:
+    head, tail = os.path.split(path)
+    return os.path.join(head, f".{tail[:64]}.{os.urandom(8).hex()}.partial")
+
+
+class ZipStore(KvStore):
+    """Keys are the members of the zip archive at `path`."""
+
+    driver = "zip"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        mode: str = "r",
+        *,
+        read_only: bool | None = None,
+        compression: int = zipfile.ZIP_STORED,
+        compresslevel: int | None = None,
+    ) -> None:
+        if mode not in _MODES:
+            raise SpecError(f"invalid zip store mode {mode!r}: expected one of {_MODES}")
+        if read_only is None:
+            read_only = mode == "r"
+        if (mode == "r") != read_only:
+            raise SpecError(f"zip store mode {mode!r} contradicts read_only={read_only}")
+        super().__init__(read_only=read_only)
+        self.path = os.path.abspath(os.fspath(path))
+        self.mode = mode
+        self.compression = compression
+        self.compresslevel = compresslevel
+        self._lock = threading.RLock()
+        # close() waits for in-flight preads, so none can hit a closed (or reused) descriptor.
+        self._idle = threading.Condition(self._lock)
+        self._readers = 0
+        self._closed = False
+        self._index: dict[str, zipfile.ZipInfo] = {}
+        self._offsets: dict[int, int] = {}  # header offset -> data offset
+        self._others: list[zipfile.ZipInfo] = []  # members that are not keys, kept verbatim
+        self.invalid_names: list[str] = []
+        self._stale = 0  # superseded or deleted entries still in the archive
+        # Mode "w" writes to a temp file that replaces `path` on close.
+        self._work_path = _temp_path(self.path) if mode == "w" else self.path
+        self._zf, self._fd = self._open_archive()
+        self._load_index()
+
+    def _open_archive(self) -> tuple[zipfile.ZipFile, int]:
+        path = self._work_path
+        try:
+            if self.mode == "a" and os.path.isfile(path) and os.path.getsize(path):
+                if not zipfile.is_zipfile(path):  # zipfile would append an archive to any file
+                    raise CorruptDataError(f"cannot open zip store {self.path!r}: not a zip file")
+            zf = zipfile.ZipFile(path, self.mode, self.compression, allowZip64=True,
+                                 compresslevel=self.compresslevel)
+        except zipfile.BadZipFile as exc:
+            raise CorruptDataError(f"cannot open zip store {self.path!r}: {exc}") from exc
+        except OSError as exc:
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(exc.errno, f"cannot open zip store {self.path!r}: {exc.strerror}") from exc
+        try:
+            return zf, os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except BaseException:
+            zf.close()
+            raise
+
+    def _load_index(self) -> None:
+        for info in self._zf.infolist():
+            name = info.filename
+            try:
+                validate_key(name)
+            except InvalidKeyError:
+                self._others.append(info)
+                if not name.endswith("/"):  # directory entries are normal, not worth reporting
+                    self.invalid_names.append(name)
+                continue
+            if name in self._index:
+                self._stale += 1
+            self._index[name] = info
+
+    # -- reading -----------------------------------------------------------------------------
+    def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+        validate_key(key)
+        info = self._index.get(key)
+        if info is None:
+            self._check_open()
+            return None
+        start, stop = resolve_range(byte_range, info.file_size)
+        if info.flag_bits & 0x1:
+            raise StoreError(f"cannot read {key!r} from zip store {self.path!r}: it is encrypted")
+        if info.compress_type != zipfile.ZIP_STORED:
+            return self._read_compressed(info, start, stop)
+        with self._idle:
+            self._check_open()
+            self._readers += 1
+        try:
+            return self._read_stored(info, start, stop)
+        finally:
+            with self._idle:
+                self._readers -= 1
+                if not self._readers:
+                    self._idle.notify_all()
+
+    def _read_stored(self, info: zipfile.ZipInfo, start: int, stop: int) -> bytes:
+        key = info.filename
+        data = pread_exact(self._fd, stop - start, self._data_offset(info) + start)
+        if len(data) != stop - start or (
+                stop - start == info.file_size and zlib.crc32(data) != info.CRC):
+            raise CorruptDataError(f"zip store {self.path!r}: entry {key!r} is truncated or "
+                                   "does not match its CRC-32")
+        return data
+
+    def _data_offset(self, info: zipfile.ZipInfo) -> int:
+        offset = self._offsets.get(info.header_offset)
+        if offset is None:
+            header = os.pread(self._fd, _LOCAL_HEADER.size, info.header_offset)
+            if len(header) != _LOCAL_HEADER.size:
+                raise CorruptDataError(f"zip store {self.path!r}: truncated entry "
+                                       f"{info.filename!r}")
+            signature, name_len, extra_len = _LOCAL_HEADER.unpack(header)
+            if signature != _LOCAL_SIGNATURE:
+                raise CorruptDataError(f"zip store {self.path!r}: bad local header for "
+                                       f"{info.filename!r}")
+            offset = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+            self._offsets[info.header_offset] = offset
+        return offset
+
+    def _read_compressed(self, info: zipfile.ZipInfo, start: int, stop: int) -> bytes:
+        try:
+            with self._lock, self._open_member(info) as member:
+                if start:
+                    member.seek(start)  # decompresses and discards; no random access here
+                return member.read(stop - start)
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            raise CorruptDataError(f"zip store {self.path!r}: cannot decode entry "
+                                   f"{info.filename!r}: {exc}") from exc
+
+    def _open_member(self, info: zipfile.ZipInfo) -> zipfile.ZipExtFile:
+        self._check_open()
+        return self._zf.open(info)
+
+    def exists(self, key: str) -> bool:
+        self._check_open()
+        return validate_key(key) in self._index
+
+    def size(self, key: str) -> int | None:
+        self._check_open()
+        info = self._index.get(validate_key(key))
+        return None if info is None else info.file_size
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        validate_prefix(prefix)
+        self._check_open()
+        with self._lock:
+            keys = [k for k in self._index if k.startswith(prefix)]
+        return iter(keys)
+
+    # -- writing -----------------------------------------------------------------------------
+    def _set(self, key: str, value: Buffer) -> None:
+        data = byte_view(value)
+        info = zipfile.ZipInfo(key, date_time=time.localtime()[:6])
+        info.compress_type = self.compression
+        info.external_attr = 0o644 << 16  # rw-r--r-- when extracted
+        with self._lock:
+            self._check_open()
+            # We track versions ourselves; without this zipfile warns about a duplicate name.
+            self._zf.NameToInfo.pop(key, None)
+            self._zf.writestr(info, data, compresslevel=self.compresslevel)
+            self._zf.fp.flush()  # make the bytes visible to pread on our own descriptor
+            if key in self._index:
+                self._stale += 1
+            self._index[key] = info
+
+    def _delete(self, key: str) -> None:
+        with self._lock:
+            self._check_open()
+            if self._index.pop(key, None) is not None:
+                self._stale += 1
+
+    # -- closing -----------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"zip store {self.path!r} is closed")
+
+    def close(self) -> None:
+        """Finish the archive; drop superseded/deleted entries by an atomic rewrite if needed."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._idle.wait_for(lambda: not self._readers)
+            try:
+                self._zf.close()
+            finally:
+                os.close(self._fd)
+            if self.read_only:
+                return
+            if self._stale:
+                self._compact()
+            elif self._work_path != self.path:
+                os.replace(self._work_path, self.path)
+
+    def _compact(self) -> None:
+        keep = {info.header_offset for info in self._index.values()}
+        keep.update(info.header_offset for info in self._others)
+        temp = _temp_path(self.path)
+        try:
+            with zipfile.ZipFile(self._work_path) as source, zipfile.ZipFile(
+                    temp, "w", allowZip64=True, compresslevel=self.compresslevel) as target:
+                for info in source.infolist():
+                    if info.header_offset in keep:
+                        _copy_entry(source, target, info)
+            shutil.copymode(self._work_path, temp)  # keep the archive's permissions
+            os.replace(temp, self.path)
+        except BaseException as exc:
+            if os.path.exists(temp):
+                os.unlink(temp)
+            if isinstance(exc, Exception) and self._work_path != self.path:
+                raise StoreError(f"cannot compact zip store {self.path!r}; the uncompacted "
+                                 f"archive is kept at {self._work_path!r}") from exc
+            raise
+        if self._work_path != self.path:
+            os.unlink(self._work_path)
+
+    # -- description -------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {"driver": "zip", "base": {"driver": "file", "path": self.path}}
+
+    def __repr__(self) -> str:
+        return f"ZipStore({self.path!r}, mode={self.mode!r})"
+
+
+def _copy_entry(source: zipfile.ZipFile, target: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
+    """Copy one member (decompressing and recompressing it with its own method)."""
+    copy = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+    copy.compress_type = info.compress_type
+    copy.external_attr = info.external_attr
+    copy.comment = info.comment
+    if info.is_dir():
+        target.writestr(copy, b"")
+        return
+    copy.file_size = info.file_size  # lets zipfile choose zip64 headers up front
+    with source.open(info) as src, target.open(copy, "w") as dst:
+        shutil.copyfileobj(src, dst, _COPY_CHUNK)

@@ -1,0 +1,441 @@
+"""Zarr v3 data types and their fill values (data-types.rst; TensorStore's bfloat16 and int4).
+
+A fill value is held as a numpy scalar of the native-order dtype and converted from/to JSON
+bit-exactly: NaN payloads, -0.0, uint64/int64 extremes all survive a round trip. The module-level
+float helpers are format-independent so the v2/v1 metadata can reuse them with their own JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cache
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import DataTypeError
+from ._util import describe, is_int, parse_extension
+
+_CORE_DTYPES: dict[str, np.dtype] = {
+    "bool": np.dtype(np.bool_),
+    "int4": np.dtype(ml_dtypes.int4),
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+    "uint8": np.dtype(np.uint8),
+    "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32),
+    "uint64": np.dtype(np.uint64),
+    "float16": np.dtype(np.float16),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64),
+    "complex64": np.dtype(np.complex64),
+    "complex128": np.dtype(np.complex128),
+}
+
+# Keyed by (kind, itemsize) rather than dtype.type: numpy has distinct scalar types of equal
+# layout (e.g. longlong vs int64) that must map to the same Zarr type.
+_NAME_BY_LAYOUT: dict[tuple[str, int], str] = {
+    (dt.kind, dt.itemsize): name
+    for name, dt in _CORE_DTYPES.items()
+    if name not in ("int4", "bfloat16")
+}
+
+_KIND_BY_NAME: dict[str, str] = {
+    "bool": "bool", "int4": "int", "bfloat16": "float",
+    **{f"int{n}": "int" for n in (8, 16, 32, 64)},
+    **{f"uint{n}": "uint" for n in (8, 16, 32, 64)},
+    **{f"float{n}": "float" for n in (16, 32, 64)},
+    "complex64": "complex", "complex128": "complex",
+}
+
+#: The registered extension zarr-python writes for numpy `V<n>`: {"name": "raw_bytes",
+#: "configuration": {"length_bytes": n}} with a base64 fill value.
+RAW_BYTES = "raw_bytes"
+_RAW_NAME = re.compile(r"r([1-9][0-9]*)")
+
+#: (exponent bits, mantissa bits) of each IEEE-like binary float format.
+_FLOAT_FORMATS: dict[np.dtype, tuple[int, int]] = {
+    np.dtype(np.float16): (5, 10),
+    np.dtype(ml_dtypes.bfloat16): (8, 7),
+    np.dtype(np.float32): (8, 23),
+    np.dtype(np.float64): (11, 52),
+}
+_UINT_BY_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_COMPONENT = {np.dtype(np.complex64): np.dtype(np.float32),
+              np.dtype(np.complex128): np.dtype(np.float64)}
+
+
+@dataclass(frozen=True, slots=True)
+class DataType:
+    """A Zarr data type: its v3 identifier and the native-order numpy dtype holding its values."""
+
+    name: str
+    dtype: np.dtype
+    #: "bool", "int", "uint", "float", "complex" or "raw".
+    kind: str = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        dtype = np.dtype(self.dtype)
+        if self.name == RAW_BYTES:
+            valid, kind = _is_raw(dtype), "raw"
+        else:
+            expected = _dtype_for_name(self.name, where="data_type")
+            valid = expected is not None and dtype == expected
+            kind = "raw" if valid and _is_raw(dtype) else _KIND_BY_NAME.get(self.name, "")
+        if not valid:
+            raise DataTypeError(f"data type {self.name!r} does not match dtype {dtype}")
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "kind", kind)
+
+    @property
+    def item_size(self) -> int:
+        return self.dtype.itemsize
+
+    # -- identifiers --------------------------------------------------------------------------
+
+    @classmethod
+    def from_json(cls, value: Any, *, where: str = "data_type") -> DataType:
+        """Parse the v3 `data_type` member. Unknown types cannot be skipped, so they raise."""
+        name, config, _ = parse_extension(value, where=where, error=DataTypeError)
+        if name == RAW_BYTES and isinstance(value, dict):
+            return cls(RAW_BYTES, np.dtype(f"V{_raw_bytes_length(config, where)}"))
+        if config:
+            raise DataTypeError(f"{where}: data type {name!r} takes no configuration")
+        dtype = _dtype_for_name(name, where=where)
+        if dtype is None:
+            raise DataTypeError(f"{where}: unknown or unsupported data type {describe(value)}")
+        return cls(name, dtype)
+
+    @classmethod
+    def from_numpy(cls, dtype_like: Any) -> DataType:
+        """The data type of a numpy dtype-like (byte order is ignored: data is stored native)."""
+        if isinstance(dtype_like, DataType):
+            return dtype_like
+        if dtype_like is None:  # np.dtype(None) would silently mean float64
+            raise DataTypeError("data type must not be None")
+        try:
+            dtype = np.dtype(dtype_like)
+        except (TypeError, ValueError) as e:
+            raise DataTypeError(f"unsupported data type {describe(dtype_like)}: {e}") from None
+        if _is_raw(dtype):
+            return cls(f"r{8 * dtype.itemsize}", dtype)
+        name = _name_for_dtype(dtype)
+        if name is None:
+            raise DataTypeError(f"data type {dtype} has no Zarr v3 equivalent")
+        return cls(name, _CORE_DTYPES[name])
+
+    @classmethod
+    def parse(cls, value: Any) -> DataType:
+        """A DataType, a v3 identifier ("float32", "r24", {...}) or a numpy dtype-like."""
+        if isinstance(value, DataType):
+            return value
+        if isinstance(value, dict) or isinstance(value, str) and (
+                value in _CORE_DTYPES or _RAW_NAME.fullmatch(value)):
+            return cls.from_json(value)
+        return cls.from_numpy(value)
+
+    def to_json(self) -> str | dict[str, Any]:
+        if self.name == RAW_BYTES:
+            return {"name": RAW_BYTES, "configuration": {"length_bytes": self.item_size}}
+        return self.name
+
+    # -- fill values --------------------------------------------------------------------------
+
+    def default_fill_value(self) -> Any:
+        """Zero of the type: false, 0, +0.0, 0+0j or all-zero bytes."""
+        return np.zeros((), self.dtype)[()]
+
+    def parse_fill_value(self, value: Any, *, where: str = "fill_value") -> Any:
+        """The numpy scalar denoted by a v3 JSON fill value (data-types.rst, exactly)."""
+        kind = self.kind
+        if kind == "bool":
+            if not isinstance(value, bool):
+                raise DataTypeError(f"{where}: expected true or false for bool, got {describe(value)}")
+            return np.bool_(value)
+        if kind in ("int", "uint"):
+            return _int_from_json(value, self.dtype, self.name, where)
+        if kind == "float":
+            return float_from_json(value, self.dtype, where=where)
+        if kind == "complex":
+            return complex_from_json(value, self.dtype, where=where)
+        return _raw_from_json(value, self.dtype, where)
+
+    def fill_value_to_json(self, scalar: Any) -> Any:
+        """The v3 JSON form of a fill value (as produced by `parse_fill_value` or `cast_fill_value`)."""
+        scalar = self.cast_fill_value(scalar)
+        kind = self.kind
+        if kind == "bool":
+            return bool(scalar)
+        if kind in ("int", "uint"):
+            return int(scalar)
+        if kind == "float":
+            return float_to_json(scalar, self.dtype)
+        if kind == "complex":
+            return complex_to_json(scalar, self.dtype)
+        data = np.asarray(scalar).tobytes()
+        if self.name == RAW_BYTES:  # zarr-python's form for this extension
+            return base64.standard_b64encode(data).decode("ascii")
+        return list(data)
+
+    def cast_fill_value(self, value: Any, *, where: str = "fill_value") -> Any:
+        """A user-supplied fill value (Python/numpy value or its JSON form) as a numpy scalar.
+
+        Refuses values the type cannot hold (out-of-range or fractional integers) rather than
+        wrapping or truncating; a scalar of exactly this dtype is kept bit for bit.
+        """
+        if value is None:
+            return self.default_fill_value()
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        if isinstance(value, np.generic):
+            if value.dtype == self.dtype:
+                # Integers have one bit pattern per value, except int4, whose unused high bits
+                # vary by producer (TensorStore sign-extends); rebuild it so equal means equal.
+                return self.dtype.type(int(value)) if self.kind == "int" else value
+            if self.kind == "raw":
+                return _raw_from_bytes(np.asarray(value).tobytes(), self.dtype, where)
+            value = value.item()
+        return self._cast_python(value, where)
+
+    def _cast_python(self, value: Any, where: str) -> Any:
+        kind = self.kind
+        if kind == "raw" and isinstance(value, bytes | bytearray | memoryview):
+            return _raw_from_bytes(bytes(value), self.dtype, where)
+        if kind in ("int", "uint") and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif kind == "float" and isinstance(value, float):
+            return round_to_float(value, self.dtype)
+        elif kind == "complex" and (is_int(value) or isinstance(value, float | complex)):
+            part = _COMPONENT[self.dtype]
+            return _complex_from_parts(round_to_float(complex(value).real, part),
+                                       round_to_float(complex(value).imag, part), self.dtype)
+        return self.parse_fill_value(value, where=where)
+
+
+# -- data type helpers ------------------------------------------------------------------------
+
+
+def _is_raw(dtype: np.dtype) -> bool:
+    # ml_dtypes types also report kind "V"; only plain unstructured void is raw bytes.
+    return dtype.type is np.void and dtype.fields is None and dtype.subdtype is None \
+        and dtype.itemsize > 0
+
+
+def _dtype_for_name(name: str, *, where: str) -> np.dtype | None:
+    dtype = _CORE_DTYPES.get(name)
+    if dtype is not None:
+        return dtype
+    match = _RAW_NAME.fullmatch(name)
+    if match is None:
+        return None
+    bits = int(match.group(1))
+    if bits % 8:
+        raise DataTypeError(f"{where}: raw data type {name!r}: size must be a multiple of 8 bits")
+    return np.dtype(f"V{bits // 8}")
+
+
+def _name_for_dtype(dtype: np.dtype) -> str | None:
+    if dtype.type is ml_dtypes.bfloat16:
+        return "bfloat16"
+    if dtype.type is ml_dtypes.int4:
+        return "int4"
+    if dtype.kind not in "biufc":
+        return None
+    return _NAME_BY_LAYOUT.get((dtype.kind, dtype.itemsize))
+
+
+def _raw_bytes_length(config: dict[str, Any], where: str) -> int:
+    unknown = sorted(set(config) - {"length_bytes"})
+    length = config.get("length_bytes")
+    if unknown or not is_int(length) or length < 1:
+        raise DataTypeError(
+            f"{where}: raw_bytes needs configuration {{'length_bytes': <positive integer>}}, "
+            f"got {describe(config)}")
+    return length
+
+
+# -- integers ---------------------------------------------------------------------------------
+
+
+@cache
+def _int_range(dtype: np.dtype) -> tuple[int, int]:
+    info = ml_dtypes.iinfo(dtype) if dtype.type is ml_dtypes.int4 else np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _int_from_json(value: Any, dtype: np.dtype, name: str, where: str) -> Any:
+    # Floats are refused even when integral: the spec allows no fraction or exponent part,
+    # and json.loads only yields int for exactly those numbers.
+    if not is_int(value):
+        raise DataTypeError(f"{where}: expected an integer for {name}, got {describe(value)}")
+    low, high = _int_range(dtype)
+    if not low <= value <= high:
+        raise DataTypeError(f"{where}: {value} is out of range [{low}, {high}] for {name}")
+    return dtype.type(value)
+
+
+# -- floats -----------------------------------------------------------------------------------
+
+
+def _float_format(dtype: np.dtype) -> tuple[int, int]:
+    return _FLOAT_FORMATS[np.dtype(dtype)]
+
+
+def _canonical_nan_bits(dtype: np.dtype) -> int:
+    ebits, mbits = _float_format(dtype)
+    return ((1 << ebits) - 1) << mbits | 1 << (mbits - 1)
+
+
+def _inf_bits(dtype: np.dtype, negative: bool) -> int:
+    ebits, mbits = _float_format(dtype)
+    return (negative << (ebits + mbits)) | ((1 << ebits) - 1) << mbits
+
+
+def float_from_bits(bits: int, dtype: np.dtype) -> Any:
+    """The float scalar with the given bit pattern (any NaN payload kept)."""
+    return np.array(bits, dtype=_UINT_BY_SIZE[dtype.itemsize]).view(dtype)[()]
+
+
+def float_bits(scalar: Any, dtype: np.dtype) -> int:
+    """The bit pattern of a float scalar of `dtype`, as an unsigned integer."""
+    return int(np.asarray(scalar, dtype=dtype).view(_UINT_BY_SIZE[dtype.itemsize])[()])
+
+
+def _round_bits(magnitude: Fraction, negative: bool, ebits: int, mbits: int) -> int:
+    """The bits of the float nearest to ±magnitude (ties to even), overflowing to infinity.
+
+    Done in exact rational arithmetic so that a value is rounded once, straight to the target
+    format; rounding via float32 (as a bfloat16 cast does) can land on the wrong neighbour.
+    """
+    sign = negative << (ebits + mbits)
+    if magnitude == 0:
+        return sign
+    bias = (1 << (ebits - 1)) - 1
+    num, den = magnitude.numerator, magnitude.denominator
+    exp = num.bit_length() - den.bit_length()  # floor(log2(magnitude)) or one more
+    if (num < den << exp) if exp >= 0 else (num << -exp < den):
+        exp -= 1
+    exp = max(exp, 1 - bias)  # below the normal range: subnormal spacing
+    mantissa = round(magnitude * Fraction(2) ** (mbits - exp))  # Fraction rounds half to even
+    if mantissa >> (mbits + 1):  # rounding carried into the next binade
+        mantissa >>= 1
+        exp += 1
+    if exp > bias:
+        return sign | ((1 << ebits) - 1) << mbits
+    if mantissa >> mbits == 0:  # subnormal (exponent field 0)
+        return sign | mantissa
+    return sign | (exp + bias) << mbits | (mantissa - (1 << mbits))
+
+
+def round_to_float(value: int | float, dtype: np.dtype) -> Any:
+    """A JSON/Python number rounded to the nearest value of the float `dtype` (spec rule)."""
+    dtype = np.dtype(dtype)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return float_from_bits(_canonical_nan_bits(dtype), dtype)
+        if dtype == np.float64:
+            return np.float64(value)
+        negative = math.copysign(1.0, value) < 0  # keeps -0.0
+        if math.isinf(value):
+            return float_from_bits(_inf_bits(dtype, negative), dtype)
+    else:
+        negative = value < 0
+    bits = _round_bits(Fraction(abs(value)), negative, *_float_format(dtype))
+    return float_from_bits(bits, dtype)
+
+
+def float_from_json(value: Any, dtype: np.dtype, *, where: str) -> Any:
+    """Parse a float fill value: a number, "NaN", "Infinity", "-Infinity" or "0x<bits>"."""
+    dtype = np.dtype(dtype)
+    if is_int(value) or isinstance(value, float):
+        return round_to_float(value, dtype)
+    if not isinstance(value, str):
+        raise DataTypeError(f"{where}: expected a number, \"NaN\", \"Infinity\", \"-Infinity\" or "
+                            f"a hex string for {_name_for_dtype(dtype)}, got {describe(value)}")
+    if value == "NaN":
+        return float_from_bits(_canonical_nan_bits(dtype), dtype)
+    if value in ("Infinity", "-Infinity"):
+        return float_from_bits(_inf_bits(dtype, value[0] == "-"), dtype)
+    digits = 2 * dtype.itemsize
+    if re.fullmatch(f"0x[0-9a-fA-F]{{{digits}}}", value):
+        return float_from_bits(int(value[2:], 16), dtype)
+    raise DataTypeError(f"{where}: invalid float fill value {describe(value)} for "
+                        f"{_name_for_dtype(dtype)} (hex needs '0x' and exactly {digits} digits)")
+
+
+def float_to_json(scalar: Any, dtype: np.dtype) -> float | str:
+    """Canonical NaN -> "NaN", other NaNs -> hex bits, ±inf -> strings, finite -> a number."""
+    dtype = np.dtype(dtype)
+    ebits, mbits = _float_format(dtype)
+    bits = float_bits(scalar, dtype)
+    exp_mask = ((1 << ebits) - 1) << mbits
+    if bits & exp_mask != exp_mask:
+        # float64 holds every float16/bfloat16/float32 value exactly, and Python's repr of it
+        # reads back to the same float64, so the number round-trips bit for bit.
+        return float(np.asarray(scalar, dtype=dtype)[()])
+    if bits & ((1 << mbits) - 1) == 0:
+        return "-Infinity" if bits >> (ebits + mbits) else "Infinity"
+    if bits == _canonical_nan_bits(dtype):
+        return "NaN"
+    return f"0x{bits:0{2 * dtype.itemsize}x}"
+
+
+# -- complex ----------------------------------------------------------------------------------
+
+
+def _complex_from_parts(real: Any, imag: Any, dtype: np.dtype) -> Any:
+    part = _COMPONENT[np.dtype(dtype)]
+    bits = [float_bits(real, part), float_bits(imag, part)]
+    return np.array(bits, dtype=_UINT_BY_SIZE[part.itemsize]).view(dtype)[0]
+
+
+def complex_from_json(value: Any, dtype: np.dtype, *, where: str) -> Any:
+    """A two-element list [real, imag], each part encoded as a float fill value."""
+    dtype = np.dtype(dtype)
+    if not isinstance(value, list) or len(value) != 2:
+        raise DataTypeError(f"{where}: expected a list [real, imaginary] for "
+                            f"{_name_for_dtype(dtype)}, got {describe(value)}")
+    part = _COMPONENT[dtype]
+    real = float_from_json(value[0], part, where=f"{where}[0]")
+    imag = float_from_json(value[1], part, where=f"{where}[1]")
+    return _complex_from_parts(real, imag, dtype)
+
+
+def complex_to_json(scalar: Any, dtype: np.dtype) -> list[float | str]:
+    dtype = np.dtype(dtype)
+    part = _COMPONENT[dtype]
+    parts = np.asarray(scalar, dtype=dtype).reshape(1).view(part)
+    return [float_to_json(parts[0], part), float_to_json(parts[1], part)]
+
+
+# -- raw bytes --------------------------------------------------------------------------------
+
+
+def _raw_from_bytes(data: bytes, dtype: np.dtype, where: str) -> Any:
+    if len(data) != dtype.itemsize:
+        raise DataTypeError(
+            f"{where}: raw fill value has {len(data)} bytes, the data type has {dtype.itemsize}")
+    return np.void(data)
+
+
+def _raw_from_json(value: Any, dtype: np.dtype, where: str) -> Any:
+    """The spec's list of byte values; also the base64 string TensorStore and zarr-python use."""
+    if isinstance(value, str):
+        try:
+            data = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise DataTypeError(f"{where}: invalid base64 raw fill value {describe(value)}") from None
+        return _raw_from_bytes(data, dtype, where)
+    if not isinstance(value, list) or not all(is_int(b) and 0 <= b <= 255 for b in value):
+        raise DataTypeError(f"{where}: expected a list of {dtype.itemsize} integers in [0, 255] "
+                            f"for raw data, got {describe(value)}")
+    return _raw_from_bytes(bytes(value), dtype, where)

@@ -1,0 +1,71 @@
+import numpy as np
+import pytest
+
+from zarrkit.kvstore.base import KvStore
+from zarrkit.kvstore.memory import MemoryStore
+
+
+class CountingStore(KvStore):
+    """Wraps a store and records every read, so tests can assert what I/O a selection costs."""
+
+    driver = "counting"
+
+    def __init__(self, inner: KvStore) -> None:
+        super().__init__()
+        self.inner = inner
+        self.gets: list[tuple[str, object]] = []
+        self.sets: list[str] = []
+
+    def get(self, key, byte_range=None):
+        self.gets.append((key, byte_range))
+        return self.inner.get(key, byte_range)
+
+    def get_many(self, requests):
+        self.gets.extend(requests)
+        return self.inner.get_many(requests)
+
+    def bytes_read(self):
+        total = 0
+        for key, rng in self.gets:
+            value = self.inner.get(key, rng)
+            total += 0 if value is None else len(value)
+        return total
+
+    def list_prefix(self, prefix):
+        return self.inner.list_prefix(prefix)
+
+    def _set(self, key, value):
+        self.sets.append(key)
+        self.inner.set(key, value)
+
+    def _delete(self, key):
+        self.inner.delete(key)
+
+    def to_json(self):
+        return self.inner.to_json()
+
+
+@pytest.fixture
+def counting_store():
+    return CountingStore(MemoryStore())
+
+
+@pytest.fixture(params=["memory", "file", "zip"])
+def any_store(request, tmp_path):
+    """A fresh store of each kind."""
+    from zarrkit.kvstore.file import FileStore
+    from zarrkit.kvstore.zip import ZipStore
+
+    if request.param == "memory":
+        store = MemoryStore()
+    elif request.param == "file":
+        store = FileStore(str(tmp_path / "data.zarr"))
+    else:
+        store = ZipStore(str(tmp_path / "data.zip"), mode="w")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)

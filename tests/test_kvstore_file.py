@@ -1,0 +1,482 @@
+"""FileStore specifics: root escapes, atomic writes, listing hygiene, locking, coalesced reads."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import threading
+import time
+
+import pytest
+
+from zarrkit.errors import InvalidKeyError, ReadOnlyError, StoreError
+from zarrkit.kvstore import ByteRange, FileStore
+from zarrkit.kvstore import file as file_module
+
+
+@pytest.fixture
+def root(tmp_path):
+    return tmp_path / "root"
+
+
+@pytest.fixture
+def store(root):
+    return FileStore(root)
+
+
+@pytest.fixture
+def outside(tmp_path):
+    """A directory next to the root, holding a secret that must stay untouched."""
+    path = tmp_path / "outside"
+    path.mkdir()
+    (path / "secret").write_bytes(b"secret")
+    return path
+
+
+def _tree(path) -> list[str]:
+    """Every file and directory below `path`, relative, sorted."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            found.append(os.path.relpath(os.path.join(dirpath, name), path))
+    return sorted(found)
+
+
+# -- layout --------------------------------------------------------------------------------
+def test_keys_are_plain_files(store, root):
+    store.set("a/b/c", b"abc")
+    assert (root / "a" / "b" / "c").read_bytes() == b"abc"
+    (root / "x").mkdir()
+    (root / "x" / "y").write_bytes(b"external")
+    assert store.get("x/y") == b"external"
+
+
+def test_to_json_and_repr(store, root):
+    assert store.to_json() == {"driver": "file", "path": str(root) + "/"}
+    assert str(root) in repr(store)
+
+
+def test_relative_root_is_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    store = FileStore("rel")
+    assert store.root == str(tmp_path / "rel")
+
+
+def test_directory_key_reads_as_missing(store):
+    store.set("a/b", b"1")
+    assert store.get("a") is None
+    assert store.get("a", ByteRange(0, 1)) is None
+    assert not store.exists("a") and store.size("a") is None
+    store.delete("a")  # a directory is not a value: nothing happens
+    assert store.get("a/b") == b"1"
+
+
+def test_writing_over_a_directory_fails_cleanly(store, root):
+    store.set("a/b", b"1")
+    with pytest.raises(StoreError, match="'a'"):
+        store.set("a", b"x")
+    assert _tree(root) == ["a", "a/b"]
+
+
+def test_writing_below_a_value_fails_cleanly(store, root):
+    store.set("a", b"1")
+    with pytest.raises(StoreError):
+        store.set("a/b", b"x")
+    assert _tree(root) == ["a"]
+
+
+def test_lock_dir_is_reserved(store):
+    with pytest.raises(InvalidKeyError):
+        store.set(".zarrkit-locks/x", b"1")
+    with pytest.raises(InvalidKeyError):
+        store.get(".zarrkit-locks")
+    store.set(".zarrkit-locksmith", b"ok")  # only the exact segment is reserved
+    assert store.get(".zarrkit-locksmith") == b"ok"
+
+
+def test_fifo_is_not_a_value_and_does_not_block(store, root):
+    root.mkdir()
+    os.mkfifo(root / "pipe")
+    assert store.get("pipe") is None
+    assert list(store.list_prefix("")) == []
+
+
+# -- escaping the root ---------------------------------------------------------------------
+@pytest.mark.parametrize("key", ["../outside/secret", "/abs/secret", "a\\..\\..\\outside",
+                                 "x\x00y", "a/./b"])
+def test_lexical_escapes_refused(store, root, outside, key):
+    for op in (lambda: store.get(key), lambda: store.set(key, b"pwned"),
+               lambda: store.delete(key), lambda: store.size(key)):
+        with pytest.raises(InvalidKeyError):
+            op()
+    assert _tree(outside) == ["secret"]
+    assert (outside / "secret").read_bytes() == b"secret"
+    assert not root.exists()
+
+
+@pytest.fixture
+def dir_link(root, outside):
+    root.mkdir()
+    os.symlink(outside, root / "link")
+    return root / "link"
+
+
+def test_directory_symlink_outside_refused_for_reads(store, dir_link, outside):
+    with pytest.raises(InvalidKeyError, match="outside"):
+        store.get("link/secret")
+    with pytest.raises(InvalidKeyError):
+        store.get("link/secret", ByteRange(0, 2))
+    with pytest.raises(InvalidKeyError):
+        store.get_many([("link/secret", ByteRange(0, 1)), ("link/secret", ByteRange(1, 1))])
+    with pytest.raises(InvalidKeyError):
+        store.exists("link/secret")
+    with pytest.raises(InvalidKeyError):
+        store.size("link/secret")
+
+
+def test_directory_symlink_outside_refused_for_writes(store, dir_link, outside):
+    for key in ("link/new", "link/secret", "link/deep/er/new"):
+        with pytest.raises(InvalidKeyError):
+            store.set(key, b"pwned")
+    with pytest.raises(InvalidKeyError):
+        store.delete("link/secret")
+    with pytest.raises(InvalidKeyError):
+        store.delete_prefix("link/")
+    assert _tree(outside) == ["secret"]
+    assert (outside / "secret").read_bytes() == b"secret"
+
+
+def test_directory_symlink_outside_hidden_from_listing(store, dir_link):
+    store.set("real", b"1")
+    assert list(store.list_prefix("")) == ["real"]
+    assert store.list_dir("") == (["real"], [])
+    with pytest.raises(InvalidKeyError):
+        list(store.list_prefix("link/"))
+
+
+def test_file_symlink_outside_refused(store, root, outside):
+    root.mkdir()
+    os.symlink(outside / "secret", root / "alias")
+    with pytest.raises(InvalidKeyError):
+        store.get("alias")
+    assert list(store.list_prefix("")) == []
+    store.set("alias", b"replaced")  # replaces the link itself, never writes through it
+    assert (outside / "secret").read_bytes() == b"secret"
+    assert store.get("alias") == b"replaced"
+
+
+def test_symlinks_inside_root_are_followed(store, root):
+    store.set("real/x", b"1")
+    os.symlink(root / "real", root / "alias")
+    os.symlink("real/x", root / "xlink")  # relative link
+    assert store.get("alias/x") == b"1"
+    assert store.get("xlink") == b"1"
+    store.set("alias/y", b"2")
+    assert (root / "real" / "y").read_bytes() == b"2"
+    assert sorted(store.list_prefix("")) == ["alias/x", "alias/y", "real/x", "real/y", "xlink"]
+
+
+def test_symlink_loop_does_not_hang_listing(store, root):
+    store.set("a/x", b"1")
+    os.symlink(root, root / "a" / "up")  # a/up -> root
+    os.symlink(root / "a", root / "a" / "self")
+    assert sorted(store.list_prefix("")) == ["a/x"]
+
+
+# -- atomic writes -------------------------------------------------------------------------
+def _failing(exc_type):
+    def fail(*args, **kwargs):
+        raise exc_type("injected failure")
+    return fail
+
+
+@pytest.mark.parametrize("target,exc_type", [
+    ("replace", OSError), ("replace", KeyboardInterrupt), ("write", OSError),
+    ("close", OSError),
+])
+def test_failed_write_keeps_old_value_and_no_temp(store, root, monkeypatch, target, exc_type):
+    store.set("d/k", b"old value")
+    if target == "write":
+        real_write = os.write
+
+        def half_write(fd, data):
+            real_write(fd, bytes(data)[:3])
+            raise exc_type("disk full")
+        monkeypatch.setattr(os, "write", half_write)
+    elif target == "close":
+        real_close = os.close
+
+        def close_fails_for_temp(fd):
+            is_temp = ".partial" in os.readlink(f"/proc/self/fd/{fd}")
+            real_close(fd)
+            if is_temp:
+                raise exc_type("close failed")
+        monkeypatch.setattr(os, "close", close_fails_for_temp)
+    else:
+        monkeypatch.setattr(os, target, _failing(exc_type))
+    with pytest.raises(exc_type):
+        store.set("d/k", b"new value that must not appear")
+    monkeypatch.undo()
+    assert store.get("d/k") == b"old value"
+    assert _tree(root) == ["d", "d/k"]
+
+
+def test_failed_first_write_leaves_no_file(store, root, monkeypatch):
+    monkeypatch.setattr(os, "replace", _failing(OSError))
+    with pytest.raises(OSError):
+        store.set("k", b"v")
+    monkeypatch.undo()
+    assert store.get("k") is None
+    assert [n for n in os.listdir(root)] == []
+
+
+def test_write_errors_are_store_errors_naming_the_key(store, monkeypatch):
+    monkeypatch.setattr(os, "replace", _failing(PermissionError))
+    with pytest.raises(StoreError, match="'some/key'"):
+        store.set("some/key", b"v")
+
+
+def test_temp_files_hidden_but_dot_keys_listed(store, root):
+    store.set(".zattrs", b"{}")
+    store.set("a/.zarray", b"{}")
+    (root / "a" / ".0.0123456789abcdef.partial").write_bytes(b"half")  # a crashed writer's temp
+    (root / ".zattrs.fedcba9876543210.partial").write_bytes(b"half")
+    assert sorted(store.list_prefix("")) == [".zattrs", "a/.zarray"]
+    assert store.list_dir("") == ([".zattrs"], ["a"])
+    assert store.list_dir("a/") == ([".zarray"], [])
+
+
+def test_long_key_segment_writes(store):
+    key = "x" * 250
+    store.set(key, b"1")
+    assert store.get(key) == b"1"
+    assert list(store.list_prefix("")) == [key]
+
+
+def test_fsync_option(root, monkeypatch):
+    calls = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd)))
+    FileStore(root).set("a", b"1")
+    assert calls == []
+    FileStore(root, fsync=True).set("b", b"2")
+    assert len(calls) == 2  # the file, then its directory (so the rename is durable)
+
+
+def test_large_value_roundtrip(store):
+    value = os.urandom(3 << 20)
+    store.set("big", memoryview(value))
+    assert store.get("big") == value
+    assert store.get("big", ByteRange((3 << 20) - 5)) == value[-5:]
+
+
+# -- deleting ------------------------------------------------------------------------------
+def test_delete_prunes_empty_dirs_but_keeps_root(store, root):
+    store.set("a/b/c/d", b"1")
+    store.set("a/x", b"2")
+    store.delete("a/b/c/d")
+    assert _tree(root) == ["a", "a/x"]
+    store.delete("a/x")
+    assert root.is_dir() and _tree(root) == []
+
+
+def test_delete_prefix_keeps_root_and_locks(store, root):
+    store.set("a/b", b"1")
+    store.set("c", b"2")
+    with store.lock("c"):
+        pass
+    store.delete_prefix("a/")
+    assert sorted(p for p in _tree(root) if not p.startswith(".zarrkit-locks/")) == [
+        ".zarrkit-locks", "c"]
+    store.delete_prefix("")
+    assert root.is_dir()
+    assert [p for p in _tree(root) if not p.startswith(".zarrkit-locks/")] == [".zarrkit-locks"]
+
+
+def test_delete_prefix_removes_empty_leftover_dirs(store, root):
+    store.set("a/b/k", b"1")
+    (root / "a" / "empty" / "deeper").mkdir(parents=True)
+    store.delete_prefix("a/")
+    assert _tree(root) == []
+
+
+def test_concurrent_delete_and_set_in_same_directory(store):
+    errors = []
+
+    def setter(n: int) -> None:
+        try:
+            for i in range(150):
+                store.set(f"d/e/{n}-{i}", b"x")
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def deleter() -> None:
+        for _ in range(300):
+            for key in list(store.list_prefix("d/")):
+                store.delete(key)
+
+    threads = [threading.Thread(target=setter, args=(n,)) for n in range(3)]
+    threads.append(threading.Thread(target=deleter))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    store.set("d/e/final", b"ok")
+    assert store.get("d/e/final") == b"ok"
+
+
+# -- read-only -----------------------------------------------------------------------------
+def test_read_only_creates_nothing(tmp_path):
+    root = tmp_path / "missing"
+    store = FileStore(root, read_only=True)
+    assert store.get("a") is None and store.get("a/b", ByteRange(0, 1)) is None
+    assert list(store.list_prefix("")) == [] and store.list_dir("") == ([], [])
+    assert store.get_many([("a", None), ("a", ByteRange(0, 1))]) == [None, None]
+    with pytest.raises(ReadOnlyError):
+        store.set("a", b"1")
+    with pytest.raises(ReadOnlyError):
+        store.lock("a")
+    with pytest.raises(ReadOnlyError):
+        store.delete_prefix("")
+    assert not root.exists()
+    assert os.listdir(tmp_path) == []
+
+
+# -- get_many ------------------------------------------------------------------------------
+@pytest.fixture
+def pread_calls(monkeypatch):
+    calls: list[tuple[int, int]] = []
+    real = os.pread
+
+    def counting(fd, n, offset):
+        calls.append((offset, n))
+        return real(fd, n, offset)
+    monkeypatch.setattr(os, "pread", counting)
+    return calls
+
+
+def test_get_many_coalesces_nearby_ranges(store, pread_calls):
+    value = os.urandom(100_000)
+    store.set("shard", value)
+    ranges = [ByteRange(i * 1000 + 10, 900) for i in range(20)] + [ByteRange.suffix(16)]
+    pread_calls.clear()
+    got = store.get_many([("shard", r) for r in ranges])
+    assert got == [r.slice_of(value) for r in ranges]
+    # 20 ranges with 100-byte gaps -> one read; the far-away suffix -> a second read
+    assert pread_calls == [(10, 19_900), (100_000 - 16, 16)]
+
+
+def test_get_many_keeps_far_ranges_separate(store, pread_calls):
+    value = os.urandom(50_000)
+    store.set("shard", value)
+    pread_calls.clear()
+    got = store.get_many([("shard", ByteRange(40_000, 10)), ("shard", ByteRange(0, 10)),
+                          ("shard", ByteRange(10_000, 10))])
+    assert got == [value[40_000:40_010], value[:10], value[10_000:10_010]]
+    assert sorted(pread_calls) == [(0, 10), (10_000, 10), (40_000, 10)]
+
+
+def test_get_many_mixed_keys(store):
+    store.set("a", b"0123456789")
+    store.set("b", b"abcdef")
+    got = store.get_many([("a", ByteRange(1, 2)), ("b", None), ("a", ByteRange.suffix(3)),
+                          ("nope", ByteRange(0, 1)), ("nope", None), ("a", ByteRange(20))])
+    assert got == [b"12", b"abcdef", b"789", None, None, b""]
+
+
+# -- locking -------------------------------------------------------------------------------
+def _increment_worker(root: str, count: int) -> None:
+    store = FileStore(root)
+    for _ in range(count):
+        with store.lock("counter"):
+            value = int(store.get("counter"))
+            time.sleep(0.0002)  # widen the race window: without the lock updates are lost
+            store.set("counter", str(value + 1).encode())
+
+
+def test_lock_excludes_other_processes(store, root):
+    store.set("counter", b"0")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_increment_worker, args=(str(root), 200)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert store.get("counter") == b"400"
+
+
+def test_lock_excludes_threads_and_processes_together(store, root):
+    store.set("counter", b"0")
+    ctx = multiprocessing.get_context("spawn")
+    proc = ctx.Process(target=_increment_worker, args=(str(root), 100))
+    proc.start()
+    threads = [threading.Thread(target=_increment_worker, args=(str(root), 50)) for _ in range(2)]
+    threads.append(threading.Thread(target=_increment_worker, args=(store.root, 50)))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    proc.join(120)
+    assert proc.exitcode == 0
+    assert store.get("counter") == b"250"
+
+
+def test_lock_is_hidden_and_released(store, root):
+    with store.lock("a/b"):
+        assert (root / ".zarrkit-locks").is_dir()
+    assert list(store.list_prefix("")) == [] and store.list_dir("") == ([], [])
+    with pytest.raises(RuntimeError):
+        with store.lock("a/b"):
+            raise RuntimeError("boom")
+    acquired = threading.Event()
+
+    def other() -> None:
+        with store.lock("a/b"):
+            acquired.set()
+    t = threading.Thread(target=other)
+    t.start()
+    t.join(10)
+    assert acquired.is_set()  # released after the exception
+
+
+def test_lock_blocks_while_held(store):
+    entered = threading.Event()
+
+    def other() -> None:
+        with store.lock("k"):
+            entered.set()
+    with store.lock("k"):
+        t = threading.Thread(target=other)
+        t.start()
+        assert not entered.wait(0.2)
+    assert entered.wait(10)
+    t.join()
+
+
+def test_lock_refuses_bad_keys(store):
+    with pytest.raises(InvalidKeyError):
+        store.lock("../x")
+
+
+# -- misc ----------------------------------------------------------------------------------
+def test_pickle_roundtrip(root):
+    store = FileStore(root, fsync=True)
+    store.set("k", b"v")
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy.root == store.root and copy.fsync and copy.get("k") == b"v"
+    ro = pickle.loads(pickle.dumps(FileStore(root, read_only=True)))
+    assert ro.read_only
+
+
+def test_portable_escape_check_without_proc(store, dir_link, outside, monkeypatch):
+    monkeypatch.setattr(file_module, "_PROC_FD", None)
+    store.set("ok/k", b"1")
+    assert store.get("ok/k") == b"1"
+    with pytest.raises(InvalidKeyError):
+        store.get("link/secret")
+    with pytest.raises(InvalidKeyError):
+        store.set("link/new", b"x")
+    assert _tree(outside) == ["secret"]
