@@ -171,7 +171,10 @@ class Plan:
             yield from self._iter_vectorized()
             return
         dims = self._dims
-        multi_array = sum(1 for d in dims if d.is_array) > 1
+        # numpy moves the axes of separated advanced indices (arrays, and integers beside an
+        # array) to the front; an outer-product index keeps every axis in place.
+        n_arrays = sum(1 for d in dims if d.is_array)
+        multi_array = n_arrays > 1 or (n_arrays == 1 and any(d.out_len is None for d in dims))
         for combo in itertools.product(*(d.parts for d in dims)):
             coords = tuple(p.chunk for p in combo)
             chunk_sel = tuple(p.chunk_sel for p in combo)

@@ -33,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import InvalidKeyError, StoreError
+from . import _beneath
 from ._util import MAX_IO, byte_view, pread_exact, resolve_range
 from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
 
@@ -119,6 +120,12 @@ class FileStore(KvStore):
         self._real_root = os.path.realpath(root)
         self._real_base = self._real_root.rstrip("/") + "/"
         self._lock_dir = self._base + LOCK_DIR
+        # A descriptor of the root for openat2 (opened lazily; -1 = not open). It is never
+        # closed while the store is alive: another thread may be using it, and a closed number
+        # can be reused by an unrelated directory.
+        self._root_fd = -1
+        self._stale_root_fds: list[int] = []
+        self._root_fd_lock = threading.Lock()
 
     # -- key → path, and the escape checks ---------------------------------------------------
     def _path(self, key: str) -> str:
@@ -160,9 +167,49 @@ class FileStore(KvStore):
             raise
         return fd
 
+    def _root_dir_fd(self) -> int:
+        fd = self._root_fd
+        if fd < 0:
+            with self._root_fd_lock:
+                if self._root_fd < 0:
+                    try:
+                        self._root_fd = os.open(self.root, _DIR_FLAGS)
+                    except OSError:
+                        return -1  # no root yet: nothing to read below it
+                fd = self._root_fd
+        return fd
+
+    def _drop_root_fd(self, fd: int) -> None:
+        """Stop using `fd`: the root directory was removed or replaced since it was opened."""
+        with self._root_fd_lock:
+            if self._root_fd == fd:
+                self._stale_root_fds.append(fd)
+                self._root_fd = -1
+
+    def _open_in_root(
+        self, rel: str, path: str, flags: int, key: str, allow_root: bool = False
+    ) -> int | None:
+        """Open `rel` (== `path` relative to the root); None if missing; refuse escapes.
+
+        Fast path: openat2 with RESOLVE_BENEATH, a kernel-checked open. Anything it cannot
+        settle (absolute symlinks, escapes, a missing file) takes the portable path, which
+        also notices a root directory that was replaced after we opened it.
+        """
+        root_fd = self._root_dir_fd() if _beneath.AVAILABLE else -1
+        if root_fd >= 0:
+            fd = _beneath.open_beneath(root_fd, os.fsencode(rel or "."), flags)
+            if fd >= 0:
+                return fd
+            if fd == -errno.ENOTDIR:
+                return None  # a component is a file, so there is no such value
+        fd = self._open_checked(path, flags, key, allow_root)
+        if fd is not None and root_fd >= 0:
+            self._drop_root_fd(root_fd)  # found by path but not below our root descriptor
+        return fd
+
     def _open_value(self, key: str) -> tuple[int, int] | None:
         """(fd, size) of the regular file holding `key`, or None if there is no such value."""
-        fd = self._open_checked(self._path(key), _READ_FLAGS, key)
+        fd = self._open_in_root(key, self._path(key), _READ_FLAGS, key)
         if fd is None:
             return None
         try:
@@ -474,6 +521,11 @@ class FileStore(KvStore):
     def __reduce__(self) -> tuple[Any, ...]:
         # Locks are not picklable; a copy in another process reopens the same directory.
         return (_rebuild, (self.root, self.read_only, self.fsync))
+
+    def __del__(self) -> None:
+        for fd in [getattr(self, "_root_fd", -1), *getattr(self, "_stale_root_fds", ())]:
+            if fd >= 0:
+                os.close(fd)
 
 
 class _KeyLock:
