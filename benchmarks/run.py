@@ -398,7 +398,8 @@ class Bench:
             for lib in list(runnable):
                 src = self.read_source(lib, layout)
                 if src is None:
-                    ds = self.datasets.get((lib, layout), {})
+                    want = lib if self.args.read_from == "self" else self.args.read_from
+                    ds = self.datasets.get((want, layout), {})
                     msg = ds.get("error") or f"no dataset to read ({ds.get('verified')})"
                     self.results[w][lib] = {"status": f"error: {msg}", "reps": []}
                 else:
@@ -729,8 +730,12 @@ def main(argv=None):
         default=None,
         help=f"edge of the main square array (default {DEFAULT_SIZE}; small-chunk array is half)",
     )
-    ap.add_argument("--quick", action="store_true", help="smoke run: --size 2048")
-    ap.add_argument("--regions", type=int, default=200, help="random region reads (default 200)")
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: --size 2048 --regions 50 (unless given)"
+    )
+    ap.add_argument(
+        "--regions", type=int, default=None, help="random region reads (default 200; --quick: 50)"
+    )
     ap.add_argument(
         "--dir", help="working directory (default: a new temp dir on the local disk, removed after)"
     )
@@ -768,6 +773,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.size is None:
         args.size = 2048 if args.quick else DEFAULT_SIZE
+    if args.regions is None:
+        args.regions = 50 if args.quick else 200
     if args.size < 2 * REGION:
         ap.error(f"--size must be >= {2 * REGION}")
     if args.repeats < 1:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import shutil
 import threading
 import time
 
 import pytest
 
 from zarrkit.errors import InvalidKeyError, ReadOnlyError, StoreError
-from zarrkit.kvstore import ByteRange, FileStore
+from zarrkit.kvstore import ByteRange, FileStore, _openat2
 from zarrkit.kvstore import file as file_module
 
 
@@ -23,6 +24,18 @@ def root(tmp_path):
 @pytest.fixture
 def store(root):
     return FileStore(root)
+
+
+@pytest.fixture(params=["openat2", "proc-fd", "realpath"])
+def strategy(request, monkeypatch):
+    """Each way the store can check that a path stays inside the root."""
+    if request.param == "openat2" and not _openat2.AVAILABLE:
+        pytest.skip("openat2 is not available here")
+    if request.param != "openat2":
+        monkeypatch.setattr(_openat2, "AVAILABLE", False)
+    if request.param == "realpath":
+        monkeypatch.setattr(file_module, "_PROC_FD", None)
+    return request.param
 
 
 @pytest.fixture
@@ -105,7 +118,7 @@ def test_fifo_is_not_a_value_and_does_not_block(store, root):
 # -- escaping the root ---------------------------------------------------------------------
 @pytest.mark.parametrize("key", ["../outside/secret", "/abs/secret", "a\\..\\..\\outside",
                                  "x\x00y", "a/./b"])
-def test_lexical_escapes_refused(store, root, outside, key):
+def test_lexical_escapes_refused(store, root, outside, key, strategy):
     for op in (lambda: store.get(key), lambda: store.set(key, b"pwned"),
                lambda: store.delete(key), lambda: store.size(key)):
         with pytest.raises(InvalidKeyError):
@@ -122,7 +135,7 @@ def dir_link(root, outside):
     return root / "link"
 
 
-def test_directory_symlink_outside_refused_for_reads(store, dir_link, outside):
+def test_directory_symlink_outside_refused_for_reads(store, dir_link, outside, strategy):
     with pytest.raises(InvalidKeyError, match="outside"):
         store.get("link/secret")
     with pytest.raises(InvalidKeyError):
@@ -135,7 +148,7 @@ def test_directory_symlink_outside_refused_for_reads(store, dir_link, outside):
         store.size("link/secret")
 
 
-def test_directory_symlink_outside_refused_for_writes(store, dir_link, outside):
+def test_directory_symlink_outside_refused_for_writes(store, dir_link, outside, strategy):
     for key in ("link/new", "link/secret", "link/deep/er/new"):
         with pytest.raises(InvalidKeyError):
             store.set(key, b"pwned")
@@ -147,7 +160,7 @@ def test_directory_symlink_outside_refused_for_writes(store, dir_link, outside):
     assert (outside / "secret").read_bytes() == b"secret"
 
 
-def test_directory_symlink_outside_hidden_from_listing(store, dir_link):
+def test_directory_symlink_outside_hidden_from_listing(store, dir_link, strategy):
     store.set("real", b"1")
     assert list(store.list_prefix("")) == ["real"]
     assert store.list_dir("") == (["real"], [])
@@ -155,7 +168,7 @@ def test_directory_symlink_outside_hidden_from_listing(store, dir_link):
         list(store.list_prefix("link/"))
 
 
-def test_file_symlink_outside_refused(store, root, outside):
+def test_file_symlink_outside_refused(store, root, outside, strategy):
     root.mkdir()
     os.symlink(outside / "secret", root / "alias")
     with pytest.raises(InvalidKeyError):
@@ -166,7 +179,7 @@ def test_file_symlink_outside_refused(store, root, outside):
     assert store.get("alias") == b"replaced"
 
 
-def test_symlinks_inside_root_are_followed(store, root):
+def test_symlinks_inside_root_are_followed(store, root, strategy):
     store.set("real/x", b"1")
     os.symlink(root / "real", root / "alias")
     os.symlink("real/x", root / "xlink")  # relative link
@@ -471,12 +484,27 @@ def test_pickle_roundtrip(root):
     assert ro.read_only
 
 
-def test_portable_escape_check_without_proc(store, dir_link, outside, monkeypatch):
-    monkeypatch.setattr(file_module, "_PROC_FD", None)
-    store.set("ok/k", b"1")
-    assert store.get("ok/k") == b"1"
+def test_relative_symlink_escape_refused(store, root, outside, strategy):
+    root.mkdir()
+    os.symlink("../outside", root / "up")
     with pytest.raises(InvalidKeyError):
-        store.get("link/secret")
+        store.get("up/secret")
     with pytest.raises(InvalidKeyError):
-        store.set("link/new", b"x")
+        store.set("up/new", b"x")
     assert _tree(outside) == ["secret"]
+
+
+def test_root_replaced_while_open(store, root, strategy):
+    store.set("k", b"old")
+    assert store.get("k") == b"old"
+    os.rename(root, root.with_name("moved"))
+    root.mkdir()
+    assert store.get("k") is None
+    (root / "k").write_bytes(b"new")
+    assert store.get("k") == b"new"
+    store.set("j", b"1")
+    assert (root / "j").read_bytes() == b"1"
+    shutil.rmtree(root)
+    assert store.get("k") is None
+    store.set("k", b"again")
+    assert (root / "k").read_bytes() == b"again" and store.get("k") == b"again"

@@ -261,3 +261,28 @@ def test_tensorstore_reads_our_archive(path):
     kv = ts.KvStore.open(f"file://{path}|zip:").result()
     assert kv.read("g/c/0").result().value == b"\x04\x05"
     assert sorted(kv.list().result()) == [b"g/c/0", b"g/zarr.json"]
+
+
+def test_foreign_duplicates_kept_unless_we_change_something(path):
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("k", b"first")
+        with pytest.warns(UserWarning):
+            zf.writestr("k", b"second")
+    inode = os.stat(path).st_ino
+    with ZipStore(path, "a") as store:
+        assert store.get("k") == b"second"
+    assert os.stat(path).st_ino == inode and _names(path) == ["k", "k"]  # untouched
+    with ZipStore(path, "a") as store:
+        store.set("j", b"new")
+        store.set("j", b"newer")
+    assert sorted(_names(path)) == ["j", "k"]
+    with zipfile.ZipFile(path) as zf:
+        assert zf.read("k") == b"second" and zf.read("j") == b"newer"
+
+
+def test_unclosed_writable_store_warns(path):
+    store = ZipStore(path, "w")
+    store.set("k", b"v")
+    with pytest.warns(ResourceWarning, match="never closed"):
+        store.__del__()
+    store.close()

@@ -283,8 +283,8 @@ class ArrayInfo:
         if a.shards is not None:
             rows.append(("Shard shape", str(a.shards)))
         rows += [
-            ("Fill value", repr(a.fill_value)),
-            ("Codecs", ", ".join(c["name"] for c in a.metadata["codecs"])),
+            ("Fill value", _scalar_repr(a.fill_value)),
+            ("Codecs", describe_codecs(a.metadata["codecs"])),
             ("Store", f"{a.store.driver} {a.store.to_json().get('path', '')}".strip()),
             ("Read-only", str(a.read_only)),
             ("No. bytes", f"{a.nbytes} ({_human(a.nbytes)})"),
@@ -300,6 +300,30 @@ class ArrayInfo:
         return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
 
     __repr__ = __str__
+
+
+def _scalar_repr(value: Any) -> str:
+    item = value.item() if isinstance(value, np.generic) else value
+    return repr(item)
+
+
+def describe_codecs(codecs: list[dict[str, Any]]) -> str:
+    """A one-line summary of a codec chain, e.g. "sharding_indexed[bytes, blosc(lz4)]"."""
+    parts = []
+    for c in codecs:
+        config = c.get("configuration", {})
+        if c["name"] == "sharding_indexed":
+            inner = describe_codecs(config.get("codecs", []))
+            index = describe_codecs(config.get("index_codecs", []))
+            parts.append(f"sharding_indexed[{inner}; index {index} at "
+                         f"{config.get('index_location', 'end')}]")
+        elif c["name"] == "blosc":
+            parts.append(f"blosc({config.get('cname')}, {config.get('shuffle', 'shuffle')})")
+        elif c["name"] in ("zstd", "gzip") and "level" in config:
+            parts.append(f"{c['name']}(level {config['level']})")
+        else:
+            parts.append(c["name"])
+    return ", ".join(parts)
 
 
 def _human(n: float) -> str:

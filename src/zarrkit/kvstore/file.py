@@ -7,15 +7,17 @@ Key "a/b/c" is the file `<root>/a/b/c`. Design points:
   value, never a mix. fsync is off by default (it costs milliseconds per chunk); `fsync=True`
   syncs the file and its directory before returning.
 * Every operation validates its key, and refuses (InvalidKeyError) a key that resolves through a
-  symbolic link to a place outside the root. On Linux the check reads `/proc/self/fd/<fd>` for the
-  file or directory actually opened, so it is cheap and free of check-then-use races; elsewhere it
-  falls back to `os.path.realpath` before opening. Creating missing directories and listing use
-  `realpath` (rare / already expensive operations).
+  symbolic link to a place outside the root. Three checks, fastest first: openat2 with
+  RESOLVE_NO_SYMLINKS on `<real root>/<key>` (Linux >= 5.6; keys have no "..", so a link-free
+  path is inside the root by construction); when a link is involved, or openat2 is missing,
+  open normally and read `/proc/self/fd/<fd>` to see where the opened file really is (no
+  check-then-use race); without /proc, `os.path.realpath` before opening. Creating directories
+  and listing use `realpath` (rare or already expensive operations).
 * `lock(key)` combines a per-key thread lock with `fcntl.flock` on `<root>/.zarrkit-locks/<hash>`,
   so read-modify-write cycles exclude other threads and other processes. Lock files are never
   deleted (deleting them would let two processes lock different files for the same key).
-* The hot paths use plain string joins and `os.open`/`os.pread`: a small chunk read is one
-  open, fstat, readlink, pread and close.
+* The hot paths use plain string joins and raw descriptors: a small chunk read is one openat2,
+  fstat, pread and close.
 
 POSIX only (uses `fcntl` and `dir_fd`).
 """
@@ -33,7 +35,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import InvalidKeyError, StoreError
-from . import _beneath
+from . import _openat2
 from ._util import MAX_IO, byte_view, pread_exact, resolve_range
 from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
 
@@ -120,12 +122,6 @@ class FileStore(KvStore):
         self._real_root = os.path.realpath(root)
         self._real_base = self._real_root.rstrip("/") + "/"
         self._lock_dir = self._base + LOCK_DIR
-        # A descriptor of the root for openat2 (opened lazily; -1 = not open). It is never
-        # closed while the store is alive: another thread may be using it, and a closed number
-        # can be reused by an unrelated directory.
-        self._root_fd = -1
-        self._stale_root_fds: list[int] = []
-        self._root_fd_lock = threading.Lock()
 
     # -- key → path, and the escape checks ---------------------------------------------------
     def _path(self, key: str) -> str:
@@ -167,45 +163,22 @@ class FileStore(KvStore):
             raise
         return fd
 
-    def _root_dir_fd(self) -> int:
-        fd = self._root_fd
-        if fd < 0:
-            with self._root_fd_lock:
-                if self._root_fd < 0:
-                    try:
-                        self._root_fd = os.open(self.root, _DIR_FLAGS)
-                    except OSError:
-                        return -1  # no root yet: nothing to read below it
-                fd = self._root_fd
-        return fd
-
-    def _drop_root_fd(self, fd: int) -> None:
-        """Stop using `fd`: the root directory was removed or replaced since it was opened."""
-        with self._root_fd_lock:
-            if self._root_fd == fd:
-                self._stale_root_fds.append(fd)
-                self._root_fd = -1
-
     def _open_in_root(
         self, rel: str, path: str, flags: int, key: str, allow_root: bool = False
     ) -> int | None:
-        """Open `rel` (== `path` relative to the root); None if missing; refuse escapes.
+        """Open `rel` (`path` relative to the root); None if missing; refuse escapes.
 
-        Fast path: openat2 with RESOLVE_BENEATH, a kernel-checked open. Anything it cannot
-        settle (absolute symlinks, escapes, a missing file) takes the portable path, which
-        also notices a root directory that was replaced after we opened it.
+        Fast path: openat2 refusing every symlink, on the resolved root path, settles the common
+        case in one syscall. Paths that do involve a link take the portable check.
         """
-        root_fd = self._root_dir_fd() if _beneath.AVAILABLE else -1
-        if root_fd >= 0:
-            fd = _beneath.open_beneath(root_fd, os.fsencode(rel or "."), flags)
+        if _openat2.AVAILABLE:
+            real = self._real_base + rel if rel else self._real_root
+            fd = _openat2.open_no_symlinks(os.fsencode(real), flags)
             if fd >= 0:
                 return fd
-            if fd == -errno.ENOTDIR:
-                return None  # a component is a file, so there is no such value
-        fd = self._open_checked(path, flags, key, allow_root)
-        if fd is not None and root_fd >= 0:
-            self._drop_root_fd(root_fd)  # found by path but not below our root descriptor
-        return fd
+            if fd in (-errno.ENOENT, -errno.ENOTDIR):
+                return None
+        return self._open_checked(path, flags, key, allow_root)
 
     def _open_value(self, key: str) -> tuple[int, int] | None:
         """(fd, size) of the regular file holding `key`, or None if there is no such value."""
@@ -365,11 +338,16 @@ class FileStore(KvStore):
         return ("file" if os.path.isfile(real) else ""), real
 
     # -- writing -----------------------------------------------------------------------------
-    def _set(self, key: str, value: Buffer) -> None:
+    def _open_parent(self, key: str) -> tuple[int | None, str, str]:
+        """(descriptor or None if missing, path, name) of the directory that holds `key`."""
         parent, _, name = self._path(key).rpartition("/")
+        rel = key.rpartition("/")[0]
+        return self._open_in_root(rel, parent, _DIR_FLAGS, key, allow_root=True), parent, name
+
+    def _set(self, key: str, value: Buffer) -> None:
         try:
             for _ in range(_WRITE_ATTEMPTS):
-                dir_fd = self._open_checked(parent, _DIR_FLAGS, key, allow_root=True)
+                dir_fd, parent, name = self._open_parent(key)
                 if dir_fd is None:
                     self._make_dirs(parent, key)
                     continue
@@ -415,9 +393,8 @@ class FileStore(KvStore):
         return True
 
     def _delete(self, key: str) -> None:
-        parent, _, name = self._path(key).rpartition("/")
         try:
-            dir_fd = self._open_checked(parent, _DIR_FLAGS, key, allow_root=True)
+            dir_fd, parent, name = self._open_parent(key)
             if dir_fd is None:
                 return
             try:
@@ -521,11 +498,6 @@ class FileStore(KvStore):
     def __reduce__(self) -> tuple[Any, ...]:
         # Locks are not picklable; a copy in another process reopens the same directory.
         return (_rebuild, (self.root, self.read_only, self.fsync))
-
-    def __del__(self) -> None:
-        for fd in [getattr(self, "_root_fd", -1), *getattr(self, "_stale_root_fds", ())]:
-            if fd >= 0:
-                os.close(fd)
 
 
 class _KeyLock:

@@ -4,8 +4,9 @@ Zip archives cannot change an entry in place, so:
 
 * `set` on an existing key appends a new entry; the latest entry of a name wins.
 * `delete` only forgets the key in memory.
-* `close()` writes the central directory and, if any entry was superseded or deleted, rewrites
-  the archive without them into a temp file that then atomically replaces the original.
+* `close()` writes the central directory and, if this store superseded or deleted any entry,
+  rewrites the archive without them into a temp file that then atomically replaces the original.
+  Forgetting `close()` leaves the archive incomplete (a ResourceWarning says so).
 * mode "w" builds the new archive in a temp file and replaces `path` only on `close()`, so an
   existing archive survives a crash mid-write. Mode "a" appends in place (zip's own format
   overwrites the old central directory, so a crash before `close()` needs a zip repair tool).
@@ -26,6 +27,7 @@ import shutil
 import struct
 import threading
 import time
+import warnings
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -116,8 +118,8 @@ class ZipStore(KvStore):
                 if not name.endswith("/"):  # directory entries are normal, not worth reporting
                     self.invalid_names.append(name)
                 continue
-            if name in self._index:
-                self._stale += 1
+            # Duplicates written by others are shadowed (latest wins) but, alone, are no reason
+            # to rewrite an archive we did not change; `_stale` counts only our changes.
             self._index[name] = info
 
     # -- reading -----------------------------------------------------------------------------
@@ -137,6 +139,11 @@ class ZipStore(KvStore):
             self._readers += 1
         try:
             return self._read_stored(info, start, stop)
+        except OSError as exc:
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(exc.errno, f"cannot read {key!r} from zip store {self.path!r}: "
+                             f"{exc.strerror}") from exc
         finally:
             with self._idle:
                 self._readers -= 1
@@ -270,6 +277,11 @@ class ZipStore(KvStore):
 
     def __repr__(self) -> str:
         return f"ZipStore({self.path!r}, mode={self.mode!r})"
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True) and not self.read_only:
+            warnings.warn(f"{self!r} was never closed: its archive is incomplete",
+                          ResourceWarning, stacklevel=2)
 
 
 def _copy_entry(source: zipfile.ZipFile, target: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
