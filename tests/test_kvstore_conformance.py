@@ -100,22 +100,22 @@ def test_buffer_inputs_are_copied_as_bytes(store, value):
 
 
 VALUE = bytes(range(100))
-RANGES = [
-    (ByteRange(0), VALUE),
-    (ByteRange(10), VALUE[10:]),
-    (ByteRange(10, 5), VALUE[10:15]),
-    (ByteRange(95, 50), VALUE[95:]),  # runs past the end: what exists
-    (ByteRange(100), b""),  # starts at the end
-    (ByteRange(150, 3), b""),  # starts past the end
-    (ByteRange(7, 0), b""),  # zero length
-    (ByteRange.suffix(1), VALUE[-1:]),
-    (ByteRange.suffix(30), VALUE[-30:]),
-    (ByteRange.suffix(500), VALUE),  # suffix longer than the value
-    (ByteRange.suffix(0), b""),
-]
+RANGES = {
+    "whole": (ByteRange(0), VALUE),
+    "from-offset": (ByteRange(10), VALUE[10:]),
+    "offset-length": (ByteRange(10, 5), VALUE[10:15]),
+    "runs-past-end": (ByteRange(95, 50), VALUE[95:]),
+    "starts-at-end": (ByteRange(100), b""),
+    "starts-past-end": (ByteRange(150, 3), b""),
+    "zero-length": (ByteRange(7, 0), b""),
+    "suffix-1": (ByteRange.suffix(1), VALUE[-1:]),
+    "suffix-30": (ByteRange.suffix(30), VALUE[-30:]),
+    "suffix-longer-than-value": (ByteRange.suffix(500), VALUE),
+    "suffix-0": (ByteRange.suffix(0), b""),
+}
 
 
-@pytest.mark.parametrize("rng,expected", RANGES, ids=[repr(r) for r, _ in RANGES])
+@pytest.mark.parametrize("rng,expected", RANGES.values(), ids=RANGES.keys())
 def test_get_range(store, rng, expected):
     store.set("v", VALUE)
     assert bytes(store.get("v", rng)) == expected

@@ -61,7 +61,7 @@ def test_url_roundtrip(url):
 
 
 ERROR_TABLE = [
-    ("s3://bucket/key", "'s3'"),
+    ("nosuch://bucket/key", "unknown URL scheme 'nosuch'"),
     ("gopher://x", "'gopher'"),
     ("file://host/abs", "host"),
     ("file:/abs", "file://"),
@@ -166,6 +166,10 @@ def test_open_zip_write_modes(tmp_path):
     store.close()
     store, _ = open_kvstore(url, mode="w")
     assert store.mode == "w"
+    store.close()
+    # "w" for a node inside the archive must not wipe the rest of the archive
+    store, path = open_kvstore(url + "inner/node", mode="w")
+    assert store.mode == "a" and path == "inner/node"
     store.close()
 
 

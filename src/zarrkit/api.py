@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from . import storage
+from . import formats, storage
 from .array import Array
 from .creation import create_array_at
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
@@ -17,11 +17,12 @@ from .metadata.names import normalize_path
 _MODES = ("r", "r+", "a", "w", "w-")
 
 
-def _resolve(where: Any, path: str | None, mode: str) -> tuple[Any, str]:
+def _resolve(where: Any, path: str | None, mode: str,
+             storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
     if mode not in _MODES:
         raise SpecError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
     store, base = open_kvstore(where if where is not None else "memory://",
-                               read_only=mode == "r")
+                               read_only=mode == "r", storage_options=storage_options)
     full = storage.join(base, normalize_path(path)) if path else base
     return store, normalize_path(full)
 
@@ -30,29 +31,45 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
          **kwargs: Any) -> Array | Group:
     """Open (or, by mode, create) the array or group at `where`.
 
-    `where` is a path, a URL (`file://`, `memory://`, `...zip`), a store, or a TensorStore-style
-    spec dict (`{"driver": "zarr3", "kvstore": ..., "metadata": ...}`, with `create=`, `open=`,
-    `delete_existing=` keywords). Modes: "r" read only; "r+" read/write, must exist; "a"
+    `where` is a path, a URL (`file://`, `memory://`, `...zip`, `s3://`, `gs://`, `az://`,
+    `https://`; `storage_options=` configures the remote ones), a store, or a TensorStore-style
+    spec (a `Spec` or its JSON, `{"driver": "zarr3", "kvstore": ..., "metadata": ...}`), opened
+    with TensorStore's keywords and semantics: `open`, `create`, `delete_existing`,
+    `assume_metadata`, `assume_cached_metadata`, `dtype`, `shape`, `domain`, `rank`,
+    `chunk_layout`, `codec`, `fill_value`, `dimension_units`, `schema`, `context`,
+    `recheck_cached_data`, `recheck_cached_metadata` (plus `read_only`, `write=False`); a spec
+    with a transform opens as a `View`. Modes: "r" read only; "r+" read/write, must exist; "a"
     read/write, created if missing; "w" create, replacing what exists; "w-" create, fail if
     anything exists. Creating with `shape=` makes an array, otherwise a group.
-    """
-    if isinstance(where, dict) and "driver" in where:
-        from .spec.open import open_spec  # spec layer: imported on demand, it is optional
 
+    The format (v3 `zarr.json`, v2 `.zarray`/`.zgroup`, v1 `meta`) is detected; `zarr_format=`
+    requires one, and is the format created (default 3). Consolidated metadata is used when
+    present unless `use_consolidated=False`.
+    """
+    if (isinstance(where, dict) and "driver" in where) or type(where).__name__ == "Spec":
+        from .spec.open import open_spec  # the glue module imports the node modules
+
+        if mode == "r":
+            kwargs.setdefault("read_only", True)
         return open_spec(where, **kwargs)
-    store, full = _resolve(where, path, mode)
-    exists = storage.node_exists(store, full)
+    zarr_format = formats.check_format(kwargs.pop("zarr_format", None))
+    use_consolidated = kwargs.pop("use_consolidated", None)
+    store, full = _resolve(where, path, mode, kwargs.pop("storage_options", None))
+    found = None if mode == "w" else formats.find(store, full, zarr_format, use_consolidated)
+    exists = found is not None
     if mode in ("r", "r+") or (mode == "a" and exists):
         if mode in ("r", "r+") and kwargs:
             raise SpecError(f"mode {mode!r} opens an existing node; unexpected arguments "
                             f"{', '.join(sorted(kwargs))}")
-        return open_node(store, full, read_only=mode == "r")
+        return open_node(store, full, read_only=mode == "r", zarr_format=zarr_format,
+                         found=found)
     if mode == "w-" and exists:
         raise NodeExistsError(f"a node already exists at {full or '/'!r} (mode 'w-')")
     if "shape" in kwargs:
-        return create_array_at(store, full, overwrite=mode == "w", **kwargs)
+        return create_array_at(store, full, overwrite=mode == "w",
+                               zarr_format=zarr_format or 3, **kwargs)
     return create_group_at(store, full, attributes=kwargs.pop("attributes", None),
-                           overwrite=mode == "w")
+                           overwrite=mode == "w", zarr_format=zarr_format or 3)
 
 
 def open_array(where: Any = None, mode: str = "a", *, path: str | None = None,
@@ -64,23 +81,31 @@ def open_array(where: Any = None, mode: str = "a", *, path: str | None = None,
 
 
 def open_group(where: Any = None, mode: str = "a", *, path: str | None = None,
-               attributes: dict[str, Any] | None = None) -> Group:
-    store, full = _resolve(where, path, mode)
-    exists = storage.node_exists(store, full)
+               attributes: dict[str, Any] | None = None, zarr_format: int | None = None,
+               use_consolidated: bool | None = None,
+               storage_options: dict[str, Any] | None = None) -> Group:
+    formats.check_format(zarr_format)
+    store, full = _resolve(where, path, mode, storage_options)
+    found = None if mode == "w" else formats.find(store, full, zarr_format, use_consolidated)
+    exists = found is not None
     if mode in ("r", "r+") or (mode == "a" and exists):
-        node = open_node(store, full, read_only=mode == "r")
+        node = open_node(store, full, read_only=mode == "r", zarr_format=zarr_format,
+                         found=found)
         if not isinstance(node, Group):
             raise NodeTypeError(f"{node.name} is an array, not a group")
         return node
     if mode == "w-" and exists:
         raise NodeExistsError(f"a node already exists at {full or '/'!r} (mode 'w-')")
-    return create_group_at(store, full, attributes=attributes, overwrite=mode == "w")
+    return create_group_at(store, full, attributes=attributes, overwrite=mode == "w",
+                           zarr_format=zarr_format or 3)
 
 
 def group(where: Any = None, *, path: str | None = None, overwrite: bool = False,
-          attributes: dict[str, Any] | None = None) -> Group:
+          attributes: dict[str, Any] | None = None, zarr_format: int | None = None,
+          storage_options: dict[str, Any] | None = None) -> Group:
     """Create a group (or open an existing one unless `overwrite`)."""
-    return open_group(where, "w" if overwrite else "a", path=path, attributes=attributes)
+    return open_group(where, "w" if overwrite else "a", path=path, attributes=attributes,
+                      zarr_format=zarr_format, storage_options=storage_options)
 
 
 def create(where: Any = None, shape: Any = None, dtype: Any = "float64", *,
@@ -93,7 +118,8 @@ def create(where: Any = None, shape: Any = None, dtype: Any = "float64", *,
     """
     if shape is None:
         raise SpecError("create needs a shape")
-    store, full = _resolve(where, path, "w" if overwrite else "a")
+    store, full = _resolve(where, path, "w" if overwrite else "a",
+                           kwargs.pop("storage_options", None))
     return create_array_at(store, full, shape, dtype, overwrite=overwrite, **kwargs)
 
 

@@ -8,35 +8,49 @@ from typing import Any
 
 import numpy as np
 
-from . import storage
+from . import _resize_guard as guard
+from . import formats, storage
 from .attributes import Attributes
 from .engine import chunk_io
-from .errors import ReadOnlyError, SelectionError
-from .indexing import Plan, basic_plan, chunk_region, orthogonal_plan, vectorized_plan
+from .errors import NotSupportedError, ReadOnlyError, SelectionError
+from .indexing import (
+    Plan,
+    basic_plan,
+    chunk_region,
+    numpy_outer_plan,
+    orthogonal_plan,
+    vectorized_plan,
+)
 from .kvstore.base import KvStore
 from .metadata.v3 import ArrayMetadataV3
+from .spec.node import SpecNode
+from .v2_chunk_keys import chunk_store
 
 
-class Array:
+class Array(SpecNode):
     """A Zarr array. Index it like a numpy array; `oindex`/`vindex` for array indices."""
 
     def __init__(self, store: KvStore, path: str, metadata: ArrayMetadataV3, *,
                  read_only: bool = False, write_empty_chunks: bool = False) -> None:
         self.store = store
         self.path = path
-        self.read_only = read_only or store.read_only
+        # v1 is a read-only format here: zarrkit.convert upgrades it.
+        self.read_only = read_only or store.read_only or formats.format_of(metadata) == 1
         self.write_empty_chunks = write_empty_chunks
         self._set_metadata(metadata)
 
     def _set_metadata(self, metadata: ArrayMetadataV3) -> None:
         self._metadata = metadata
+        # The stored metadata bytes known to match this handle's shape; unknown after a change.
+        self._document_seen: bytes | None = None
         prefix = storage.prefix_of(self.path)
         encode = metadata.chunk_key_encoding.encode
         key: Callable[[tuple[int, ...]], str] = (lambda c: prefix + encode(c)) if prefix \
             else encode
         self._engine = chunk_io.ChunkedArray(
-            self.store, metadata.shape, metadata.chunk_shape, metadata.codec_chain,
-            metadata.fill_value, key, self.write_empty_chunks)
+            chunk_store(self.store, metadata, prefix), metadata.shape, metadata.chunk_shape,
+            metadata.codec_chain, metadata.effective_fill_value, key, self.write_empty_chunks,
+            cache=self._cache_binding())
 
     # -- description -----------------------------------------------------------------------------
     @property
@@ -46,7 +60,7 @@ class Array:
 
     @property
     def zarr_format(self) -> int:
-        return 3
+        return formats.format_of(self._metadata)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -111,25 +125,44 @@ class Array:
         self._check_writable()
         key = storage.metadata_key(self.path)
         with self.store.lock(key):
-            current = storage.read_node(self.store, self.path)
-            if not isinstance(current, ArrayMetadataV3):
+            current = storage.read_node(self.store, self.path, self.zarr_format)
+            if type(current) is not type(self._metadata):
                 current = self._metadata
             attrs = dict(current.attributes)
             change(attrs)
             updated = current.evolve(attributes=attrs)
-            storage.write_metadata(self.store, self.path, updated)
+            storage.write_attributes(self.store, self.path, updated)
         self._set_metadata(updated)
         return attrs
 
     def __repr__(self) -> str:
         return f"<zarrkit.Array {self.name} shape={self.shape} dtype={self.dtype}>"
 
+    def _repr_html_(self) -> str:
+        """A compact table for notebooks."""
+        from .describe import array_html  # describe imports the node modules
+
+        return array_html(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as its spec, whose metadata spares every unpickled copy (dask tasks) a read,
+        # plus the store object, which carries what a spec leaves out (credentials). No
+        # TensorStore driver describes v1, so v1 arrays travel as store, path and metadata.
+        if self.zarr_format == 1:
+            return _reopen, (self.store, self.path, self._metadata, self.read_only,
+                             self.write_empty_chunks)
+        from .spec.open import rebuild_array  # the glue module imports this one
+
+        attributes = self._metadata.attributes if self.zarr_format == 2 else None
+        return rebuild_array, (self.spec(retain_context=True).to_json(), self.store, self.path,
+                               self.read_only, attributes)
+
     # -- reading and writing -------------------------------------------------------------------
     def __getitem__(self, selection: Any) -> Any:
         return self._read(self._plan(selection))
 
     def __setitem__(self, selection: Any, value: Any) -> None:
-        self._write(self._plan(selection), value)
+        self._write(lambda: self._plan(selection), value)
 
     def _plan(self, selection: Any) -> Plan:
         sel = selection if isinstance(selection, tuple) else (selection,)
@@ -137,10 +170,10 @@ class Array:
         if not arrays:
             return basic_plan(sel, self.shape, self.chunks)
         if len(arrays) == 1 and np.asarray(arrays[0]).dtype == bool \
-                and np.ndim(arrays[0]) == self.ndim > 1:
+                and np.ndim(arrays[0]) == self.ndim != 1:  # a mask of the n-d or 0-d array
             return vectorized_plan(sel, self.shape, self.chunks)
-        if len(arrays) == 1:  # numpy semantics equal orthogonal indexing here
-            return orthogonal_plan(sel, self.shape, self.chunks)
+        if len(arrays) == 1:  # numpy's semantics: orthogonal indexing, but for the axis order
+            return numpy_outer_plan(sel, self.shape, self.chunks)
         if all(isinstance(s, list | np.ndarray) for s in sel):
             return vectorized_plan(sel, self.shape, self.chunks)
         raise SelectionError("mixing several index arrays with slices is ambiguous; "
@@ -150,9 +183,29 @@ class Array:
         result = chunk_io.read(self._engine, plan)
         return result[()] if result.ndim == 0 else result
 
-    def _write(self, plan: Plan, value: Any) -> None:
+    def _write(self, make_plan: Callable[[], Plan], value: Any) -> None:
+        """Plan and write while holding the shared shape lock, against the stored shape (so a
+        concurrent resize/append is never interleaved with the write: docs/concurrency.md)."""
         self._check_writable()
         value = np.asarray(value)
+        with self.store.lock_shared(guard.shape_lock_key(self.path)):
+            self._follow_resize()
+            self._write_planned(make_plan(), value)
+
+    def _follow_resize(self) -> None:
+        """Adopt the stored metadata when another handle has changed the shape."""
+        if self._metadata_assumed:  # assume_metadata: zarr.json is never read
+            return
+        key = guard.document_key(self.path, self._metadata)
+        raw = guard.read_document(self.store, key, self.name)
+        if raw == self._document_seen:
+            return
+        if guard.shape_changed(raw, key, self.shape):
+            self._set_metadata(guard.stored_metadata(self.store, self.path, self._metadata,
+                                                     self.name))
+        self._document_seen = raw
+
+    def _write_planned(self, plan: Plan, value: np.ndarray) -> None:
         try:
             np.broadcast_shapes(value.shape, plan.out_shape)
         except ValueError:
@@ -182,18 +235,49 @@ class Array:
         return np.asarray(self[...])
 
     # -- changing the shape ----------------------------------------------------------------------
-    def resize(self, *shape: Any) -> None:
+    def resize(self, *shape: Any, **options: Any) -> Any:
         """Change the shape. Data outside the new shape is erased, so growing again later shows
-        the fill value there, never stale values."""
+        the fill value there, never stale values. Waits for writes of the array in progress
+        (in any thread or process sharing the store's locks) and holds off new ones.
+
+        TensorStore's keywords also work (`exclusive_max=`, `inclusive_min=`, `expand_only=`,
+        `shrink_only=`, `resize_metadata_only=`); they return the array."""
+        if options:
+            return self._resize_spec(*shape, **options)
+        items = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
+        try:
+            new_shape = tuple(int(s) for s in items)
+        except (TypeError, ValueError):
+            raise SelectionError(f"cannot resize array {self.name} to {shape!r}: expected "
+                                 "integers") from None
+        self._resize_to(new_shape)
+        return None
+
+    def _resize_to(self, new_shape: tuple[int, ...], erase: bool = True) -> None:
         self._check_writable()
-        new_shape = tuple(int(s) for s in (shape[0] if len(shape) == 1 and
-                                           isinstance(shape[0], tuple | list) else shape))
+        with self.store.lock(guard.shape_lock_key(self.path)):
+            self._adopt_stored_metadata()
+            self._resize_locked(new_shape, erase)
+
+    def _adopt_stored_metadata(self) -> None:
+        if self._metadata_assumed:
+            raise NotSupportedError(f"array {self.name} was opened with assume_metadata: its "
+                                    "stored metadata is neither read nor written")
+        self._set_metadata(guard.stored_metadata(self.store, self.path, self._metadata,
+                                                 self.name))
+
+    def _resize_locked(self, new_shape: tuple[int, ...], erase: bool = True) -> None:
+        """Resize while holding the exclusive shape lock, from the stored shape (`erase`:
+        delete the data outside the new shape)."""
         if len(new_shape) != self.ndim or any(s < 0 for s in new_shape):
             raise SelectionError(f"cannot resize array {self.name} of rank {self.ndim} "
                                  f"to {new_shape}")
-        self._erase_outside(new_shape)
+        if erase:
+            self._erase_outside(new_shape)
         with self.store.lock(storage.metadata_key(self.path)):
-            updated = self._metadata.evolve(shape=new_shape)
+            # Re-read: attributes may have changed while chunks were erased.
+            current = guard.stored_metadata(self.store, self.path, self._metadata, self.name)
+            updated = current.evolve(shape=new_shape)
             storage.write_metadata(self.store, self.path, updated)
         self._set_metadata(updated)
 
@@ -216,23 +300,34 @@ class Array:
                 if r.stop > n:
                     sel = list(region)
                     sel[axis] = slice(n, r.stop)
-                    self[tuple(sel)] = self.fill_value
+                    # The caller holds the exclusive shape lock: write without taking it.
+                    self._write_planned(self._plan(tuple(sel)),
+                                        np.asarray(self._engine.fill_value))
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
-        """Grow along `axis` and write `data` at the end. Returns the new shape."""
+        """Grow along `axis` and write `data` at the end. Returns the new shape.
+
+        Atomic with respect to other appends and resizes (it holds the exclusive shape lock
+        from reading the current shape to writing the data), so concurrent appends from
+        several threads or processes each get their own rows."""
+        self._check_writable()
         data = np.asarray(data)
-        if data.ndim != self.ndim:
-            raise SelectionError(f"cannot append {data.ndim}-d data to {self.ndim}-d array")
+        if data.ndim != self.ndim or not -self.ndim <= axis < self.ndim:
+            raise SelectionError(f"cannot append {data.ndim}-d data to {self.ndim}-d array "
+                                 f"{self.name} along axis {axis}")
         axis = axis + self.ndim if axis < 0 else axis
-        old = self.shape
-        for i in range(self.ndim):
-            if i != axis and data.shape[i] != old[i]:
-                raise SelectionError(f"cannot append data of shape {data.shape} to array of "
-                                     f"shape {old} along axis {axis}")
-        new_shape = tuple(o + data.shape[i] if i == axis else o for i, o in enumerate(old))
-        self.resize(new_shape)
-        sel = tuple(slice(old[i], None) if i == axis else slice(None) for i in range(self.ndim))
-        self[sel] = data
+        with self.store.lock(guard.shape_lock_key(self.path)):
+            self._adopt_stored_metadata()
+            old = self.shape
+            for i in range(self.ndim):
+                if i != axis and data.shape[i] != old[i]:
+                    raise SelectionError(f"cannot append data of shape {data.shape} to array "
+                                         f"of shape {old} along axis {axis}")
+            new_shape = tuple(o + data.shape[i] if i == axis else o for i, o in enumerate(old))
+            self._resize_locked(new_shape)
+            sel = tuple(slice(old[i], None) if i == axis else slice(None)
+                        for i in range(self.ndim))
+            self._write_planned(self._plan(sel), data)
         return new_shape
 
     # -- storage ---------------------------------------------------------------------------------
@@ -242,8 +337,10 @@ class Array:
 
     def nchunks_initialized(self) -> int:
         prefix = storage.prefix_of(self.path)
-        meta = storage.metadata_key(self.path)
-        return sum(1 for k in self.store.list_prefix(prefix) if k != meta)
+        names = formats.METADATA_NAMES | (
+            formats.V1_METADATA_NAMES if self.zarr_format == 1 else frozenset())
+        return sum(1 for k in self.store.list_prefix(prefix)
+                   if k[len(prefix):] not in names)
 
     @property
     def info(self) -> ArrayInfo:
@@ -261,7 +358,7 @@ class _Indexer:
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         a = self._array
-        a._write(self._planner(selection, a.shape, a.chunks), value)
+        a._write(lambda: self._planner(selection, a.shape, a.chunks), value)
 
 
 class ArrayInfo:
@@ -273,7 +370,10 @@ class ArrayInfo:
     def rows(self) -> list[tuple[str, str]]:
         a = self.array
         md = a._metadata
-        stored = a.nbytes_stored()
+        try:
+            stored, nstored = a.nbytes_stored(), str(a.nchunks_initialized())
+        except NotSupportedError:  # e.g. plain HTTP cannot list, so nothing can be totalled
+            stored, nstored = None, "?"
         rows = [
             ("Type", "Array"), ("Zarr format", str(a.zarr_format)), ("Name", a.name),
             ("Data type", md.data_type.to_json() if hasattr(md.data_type, "to_json")
@@ -284,13 +384,14 @@ class ArrayInfo:
             rows.append(("Shard shape", str(a.shards)))
         rows += [
             ("Fill value", _scalar_repr(a.fill_value)),
-            ("Codecs", describe_codecs(a.metadata["codecs"])),
+            ("Codecs", describe_codecs(a.metadata["codecs"]) if a.zarr_format == 3
+             else ", ".join(md.codec_names) or "-"),
             ("Store", f"{a.store.driver} {a.store.to_json().get('path', '')}".strip()),
             ("Read-only", str(a.read_only)),
             ("No. bytes", f"{a.nbytes} ({_human(a.nbytes)})"),
-            ("No. bytes stored", f"{stored} ({_human(stored)})"),
+            ("No. bytes stored", "unknown" if stored is None else f"{stored} ({_human(stored)})"),
             ("Storage ratio", f"{a.nbytes / stored:.1f}" if stored else "-"),
-            ("Chunks stored", f"{a.nchunks_initialized()}/{a.nchunks}"),
+            ("Chunks stored", f"{nstored}/{a.nchunks}"),
         ]
         return rows
 
@@ -324,6 +425,12 @@ def describe_codecs(codecs: list[dict[str, Any]]) -> str:
         else:
             parts.append(c["name"])
     return ", ".join(parts)
+
+
+def _reopen(store: KvStore, path: str, metadata: Any, read_only: bool,
+            write_empty_chunks: bool) -> Array:
+    return Array(store, path, metadata, read_only=read_only,
+                 write_empty_chunks=write_empty_chunks)
 
 
 def _human(n: float) -> str:

@@ -1,4 +1,4 @@
-"""The `zarrkit` command line: demo, info, tree."""
+"""The `zarrkit` command line: demo, info, tree, copy, convert, verify (each with --json)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ import numpy as np
 
 from . import api
 from .array import Array
+from .cli_convert import add_convert_command
+from .cli_tools import add_copy_command, add_storage_options, add_verify_command, storage_options
+from .describe import summary
 from .errors import ZarrkitError
 from .group import Group
 
@@ -21,7 +24,8 @@ def _demo(args: argparse.Namespace) -> int:
     shape, shards, chunks = (4096, 4096), (1024, 1024), (256, 256)
     y, x = np.mgrid[0:shape[0], 0:shape[1]].astype(np.float32)
     data = (1000 + 500 * np.sin(x / 300) * np.cos(y / 200)).astype(np.uint16)
-    print(f"creating a sharded, blosc-compressed {shape} uint16 array at {where}")
+    if not args.json:
+        print(f"creating a sharded, blosc-compressed {shape} uint16 array at {where}")
     a = api.create(where, shape, "uint16", chunks=chunks, shards=shards, overwrite=True,
                    compressors=[{"name": "blosc", "configuration": {
                        "cname": "lz4", "clevel": 5, "shuffle": "shuffle"}}],
@@ -35,6 +39,11 @@ def _demo(args: argparse.Namespace) -> int:
         print("error: the region read back differs from what was written", file=sys.stderr)
         return 1
     mb = data.nbytes / 1e6
+    if args.json:
+        print(json.dumps({"write_mb_per_s": round(mb / (t1 - t0), 1),
+                          "read_region_ms": round((t2 - t1) * 1e3, 2), "values_match": True,
+                          "array": summary(a)}, indent=2))
+        return 0
     print(f"wrote {mb:.0f} MB in {t1 - t0:.2f} s ({mb / (t1 - t0):.0f} MB/s); "
           f"read back region [1000:1300, 2000:2300] in {(t2 - t1) * 1e3:.1f} ms: values match")
     print()
@@ -43,16 +52,19 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    node = api.open(args.path, mode="r")
+    node = api.open(args.path, mode="r", storage_options=storage_options(args.storage_options))
     if args.json:
-        out: dict[str, Any] = {"metadata": node.metadata}
-        if isinstance(node, Array):
-            out["info"] = dict(node.info.rows())
-        print(json.dumps(out, indent=2))
+        print(json.dumps({"info": summary(node), "metadata": node.metadata}, indent=2))
     elif isinstance(node, Array):
         print(node.info)
     else:
-        print(f"Type : Group\nName : {node.name}\nMembers : {len(node)}")
+        s = summary(node)
+        rows = [("Type", "Group"), ("Zarr format", str(s["zarr_format"])), ("Name", s["name"]),
+                ("Location", s["location"]),
+                ("Arrays", f"{len(s['arrays'])}: {', '.join(s['arrays'])}".rstrip(": ")),
+                ("Groups", f"{len(s['groups'])}: {', '.join(s['groups'])}".rstrip(": ")),
+                ("Attributes", str(len(s["attributes"])))]
+        print("\n".join(f"{k:<11} : {v}" for k, v in rows))
     return 0
 
 
@@ -63,7 +75,7 @@ def _tree_json(node: Array | Group) -> dict[str, Any]:
 
 
 def _tree(args: argparse.Namespace) -> int:
-    node = api.open(args.path, mode="r")
+    node = api.open(args.path, mode="r", storage_options=storage_options(args.storage_options))
     if args.json:
         print(json.dumps(_tree_json(node), indent=2))
     elif isinstance(node, Group):
@@ -78,13 +90,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", help="write and read a sharded, compressed array")
     p.add_argument("path", nargs="?", default="zarrkit-demo.zarr")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_demo)
     for name, func, text in (("info", _info, "describe an array or group"),
                              ("tree", _tree, "show a hierarchy")):
         p = sub.add_parser(name, help=text)
         p.add_argument("path")
         p.add_argument("--json", action="store_true", help="machine-readable output")
+        add_storage_options(p)
         p.set_defaults(func=func)
+    add_convert_command(sub)
+    add_copy_command(sub)
+    add_verify_command(sub)
     return parser
 
 

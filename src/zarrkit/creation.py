@@ -138,11 +138,20 @@ def _fill_json(value: Any, data_type: DataType) -> Any:
 
 def create_array_at(store: KvStore, path: str, shape: Any, dtype: Any = "float64", *,
                     overwrite: bool = False, write_empty_chunks: bool = False,
-                    **kwargs: Any) -> Array:
-    """Create an array at `path` in `store` (see `build_array_document` for the keywords)."""
+                    zarr_format: int = 3, **kwargs: Any) -> Array:
+    """Create an array at `path` in `store` (see `build_array_document` for the keywords, and
+    `creation_v2.build_v2_metadata` for those of `zarr_format=2`)."""
     path = normalize_path(path)
-    doc = build_array_document(shape, dtype, **kwargs)
-    metadata = ArrayMetadataV3.from_json(doc, where=storage.metadata_key(path))
+    if zarr_format == 2:
+        from .creation_v2 import build_v2_metadata  # imports this module: load on demand
+
+        metadata: Any = build_v2_metadata(shape, dtype, where=storage.join(path, ".zarray"),
+                                          **kwargs)
+    elif zarr_format == 3:
+        doc = build_array_document(shape, dtype, **kwargs)
+        metadata = ArrayMetadataV3.from_json(doc, where=storage.metadata_key(path))
+    else:
+        raise MetadataError(f"arrays can be created in Zarr v2 or v3, not {zarr_format!r}")
     return create_array_from_metadata(store, path, metadata, overwrite=overwrite,
                                       write_empty_chunks=write_empty_chunks)
 
@@ -155,6 +164,6 @@ def create_array_from_metadata(store: KvStore, path: str, metadata: ArrayMetadat
             raise NodeExistsError(f"a node already exists at {path or '/'!r}; "
                                   "pass overwrite=True (or mode='w') to replace it")
         storage.delete_node(store, path)
-    storage.ensure_parents(store, path)
+    storage.ensure_parents(store, path, getattr(metadata, "zarr_format", 3))
     storage.write_metadata(store, path, metadata)
     return Array(store, path, metadata, write_empty_chunks=write_empty_chunks)

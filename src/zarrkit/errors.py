@@ -65,5 +65,21 @@ class ReadOnlyError(StoreError, PermissionError):
     """A write was attempted on a store or node opened read-only."""
 
 
+class StoreUnreachableError(StoreError, ConnectionError):
+    """A remote store's endpoint could not be reached (after the bounded retries)."""
+
+
+class PermissionDeniedError(StoreError, PermissionError):
+    """The remote store refused the operation (HTTP 403: the credentials lack a permission)."""
+
+
+class CredentialsError(StoreError, PermissionError):
+    """Credentials for a remote store are missing, malformed or rejected."""
+
+
+class NotSupportedError(StoreError):
+    """The store cannot do this operation at all (e.g. listing a plain HTTP server)."""
+
+
 class SpecError(ZarrkitError, ValueError):
     """A TensorStore-style spec, schema, chunk layout or URL is invalid or contradictory."""

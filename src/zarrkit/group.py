@@ -6,14 +6,15 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from . import storage
+from . import formats, storage
 from .array import Array
 from .attributes import Attributes
 from .creation import create_array_at
 from .errors import NodeExistsError, NodeNotFoundError, ReadOnlyError
 from .kvstore.base import KvStore
+from .metadata.consolidated import ConsolidatedView
 from .metadata.names import normalize_path, validate_node_name
-from .metadata.v3 import ArrayMetadataV3, GroupMetadataV3
+from .metadata.v3 import GroupMetadataV3
 
 
 class Group(Mapping[str, Any]):
@@ -23,6 +24,9 @@ class Group(Mapping[str, Any]):
         self.path = path
         self._metadata = metadata
         self.read_only = read_only or store.read_only
+        #: The members' metadata from consolidated metadata, if the group was opened with it;
+        #: dropped once this object changes the membership (it would be stale).
+        self._consolidated: ConsolidatedView | None = None
 
     # -- description -----------------------------------------------------------------------------
     @property
@@ -31,7 +35,7 @@ class Group(Mapping[str, Any]):
 
     @property
     def zarr_format(self) -> int:
-        return 3
+        return formats.format_of(self._metadata)
 
     @property
     def name(self) -> str:
@@ -48,18 +52,24 @@ class Group(Mapping[str, Any]):
     def _update_attributes(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         self._check_writable()
         with self.store.lock(storage.metadata_key(self.path)):
-            current = storage.read_node(self.store, self.path)
-            if not isinstance(current, GroupMetadataV3):
+            current = storage.read_node(self.store, self.path, self.zarr_format)
+            if type(current) is not type(self._metadata):
                 current = self._metadata
             attrs = dict(current.attributes)
             change(attrs)
             updated = dataclasses.replace(current, attributes=attrs)
-            storage.write_metadata(self.store, self.path, updated)
+            storage.write_attributes(self.store, self.path, updated)
         self._metadata = updated
         return attrs
 
     def __repr__(self) -> str:
         return f"<zarrkit.Group {self.name}>"
+
+    def _repr_html_(self) -> str:
+        """The member tree (three levels deep) for notebooks."""
+        from .describe import group_html  # describe imports this module
+
+        return group_html(self)
 
     # -- children --------------------------------------------------------------------------------
     def _child_path(self, name: str) -> str:
@@ -68,7 +78,8 @@ class Group(Mapping[str, Any]):
     def __getitem__(self, name: str) -> Array | Group:
         path = self._child_path(name)
         try:
-            return open_node(self.store, path, read_only=self.read_only)
+            return open_node(self.store, path, read_only=self.read_only,
+                             zarr_format=self.zarr_format, found=self._recorded(name))
         except NodeNotFoundError:
             raise NodeNotFoundError(f"group {self.name} has no member {name!r}") from None
 
@@ -76,13 +87,27 @@ class Group(Mapping[str, Any]):
         if not isinstance(name, str):
             return False
         try:
-            return storage.node_exists(self.store, self._child_path(name))
+            if self._consolidated is not None:
+                return normalize_path(name) in self._consolidated
+            return storage.node_exists(self.store, self._child_path(name), self.zarr_format)
         except Exception:  # noqa: BLE001 - an invalid name is simply not a member
             return False
 
+    def _recorded(self, name: str) -> formats.Found | None:
+        """A member's metadata from consolidated metadata (NodeNotFoundError if not listed)."""
+        if self._consolidated is None:
+            return None
+        entry = self._consolidated.node(normalize_path(name))
+        if entry is None:
+            raise NodeNotFoundError(f"consolidated metadata lists no member {name!r}")
+        return formats.Found(*entry)
+
     def keys(self) -> list[str]:  # type: ignore[override]
+        if self._consolidated is not None:
+            return self._consolidated.children()
         _, dirs = self.store.list_dir(storage.prefix_of(self.path))
-        return [d for d in dirs if storage.node_exists(self.store, storage.join(self.path, d))]
+        return [d for d in dirs if storage.node_exists(self.store, storage.join(self.path, d),
+                                                       self.zarr_format)]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.keys())
@@ -115,7 +140,9 @@ class Group(Mapping[str, Any]):
         self._check_writable()
         path = self._child_path(name)
         _validate_names(name)
-        return create_group_at(self.store, path, attributes=attributes, overwrite=overwrite)
+        self._consolidated = None
+        return create_group_at(self.store, path, attributes=attributes, overwrite=overwrite,
+                               zarr_format=self.zarr_format)
 
     def require_group(self, name: str) -> Group:
         if name in self:
@@ -128,13 +155,16 @@ class Group(Mapping[str, Any]):
         """Create an array member; keyword arguments as for `zarrkit.create`."""
         self._check_writable()
         _validate_names(name)
+        self._consolidated = None
+        kwargs.setdefault("zarr_format", self.zarr_format)
         return create_array_at(self.store, self._child_path(name), **kwargs)
 
     def __delitem__(self, name: str) -> None:
         self._check_writable()
         path = self._child_path(name)
-        if not storage.node_exists(self.store, path):
+        if not storage.node_exists(self.store, path, self.zarr_format):
             raise NodeNotFoundError(f"group {self.name} has no member {name!r}")
+        self._consolidated = None
         storage.delete_node(self.store, path)
 
     # -- display ---------------------------------------------------------------------------------
@@ -166,22 +196,30 @@ def _tree_lines(group: Group, indent: str, level: int | None, lines: list[str]) 
 
 
 def open_node(store: KvStore, path: str, *, read_only: bool = False,
-              write_empty_chunks: bool = False) -> Array | Group:
-    metadata = storage.read_node(store, path)
-    if isinstance(metadata, ArrayMetadataV3):
+              write_empty_chunks: bool = False, zarr_format: int | None = None,
+              use_consolidated: bool | None = None,
+              found: formats.Found | None = None) -> Array | Group:
+    """Open the node at `path` in any format (or `zarr_format`); `found` is its metadata when
+    already read (e.g. from consolidated metadata)."""
+    if found is None:
+        found = storage.find_node(store, path, zarr_format, use_consolidated)
+    metadata = found.metadata
+    if formats.is_array(metadata):
         return Array(store, path, metadata, read_only=read_only,
                      write_empty_chunks=write_empty_chunks)
-    return Group(store, path, metadata, read_only=read_only)
+    group = Group(store, path, metadata, read_only=read_only)
+    group._consolidated = found.consolidated
+    return group
 
 
 def create_group_at(store: KvStore, path: str, *, attributes: dict[str, Any] | None = None,
-                    overwrite: bool = False) -> Group:
+                    overwrite: bool = False, zarr_format: int = 3) -> Group:
     path = normalize_path(path)
+    metadata = formats.new_group(zarr_format, attributes or {})
     if storage.node_exists(store, path):
         if not overwrite:
             raise NodeExistsError(f"a node already exists at {path or '/'!r}")
         storage.delete_node(store, path)
-    storage.ensure_parents(store, path)
-    metadata = GroupMetadataV3.create(attributes=attributes or {})
+    storage.ensure_parents(store, path, zarr_format)
     storage.write_metadata(store, path, metadata)
     return Group(store, path, metadata)

@@ -69,9 +69,13 @@ def _normalize_int(index: Any, size: int, axis: int) -> int:
 
 
 def _slice_dim(sl: slice, size: int, chunk: int, axis: int) -> _Dim:
-    if sl.step == 0:
-        raise SelectionError(f"slice step cannot be zero (axis {axis})")
-    start, stop, step = sl.indices(size)
+    try:
+        start, stop, step = sl.indices(size)
+    except TypeError:  # a float or string bound
+        raise SelectionError(f"invalid slice {sl!r} for axis {axis}: bounds and step must be "
+                             "integers or None") from None
+    except ValueError:  # only a zero step gets here: a non-integer fails with TypeError first
+        raise SelectionError(f"slice step cannot be zero (axis {axis})") from None
     n = len(range(start, stop, step))
     flip = step < 0
     if flip:  # the same elements in ascending order
@@ -161,6 +165,14 @@ class Plan:
         else:
             self.buffer_shape = (len(vectorized[0]),)
         self.out_shape = final_shape
+        self._front = 0  # an outer-layout axis that the caller sees first (see move_to_front)
+
+    def move_to_front(self, axis: int) -> None:
+        """Show output axis `axis` first: numpy's layout when an index array and integer indices
+        are separated by a slice (the array's axis goes before the slices' axes)."""
+        shape = self.out_shape
+        self._front = axis
+        self.out_shape = (shape[axis],) + shape[:axis] + shape[axis + 1:]
 
     @property
     def nitems(self) -> int:
@@ -188,7 +200,10 @@ class Plan:
         coords_sorted, order, chunk_ids_shape = self._vectorized  # type: ignore[misc]
         chunk_shape = np.asarray(self._chunk_shape, dtype=np.int64)
         chunk_ids = coords_sorted // chunk_shape  # (n, ndim)
-        flat = np.ravel_multi_index(chunk_ids.T, chunk_ids_shape) if len(chunk_ids) else chunk_ids
+        if len(chunk_ids) and chunk_ids.shape[1]:
+            flat = np.ravel_multi_index(chunk_ids.T, chunk_ids_shape)
+        else:  # no points, or a 0-d array (whose one chunk holds every point)
+            flat = np.zeros(len(chunk_ids), np.intp)
         bounds = np.flatnonzero(np.diff(flat)) + 1
         starts = np.concatenate(([0], bounds)).tolist()
         ends = np.concatenate((bounds, [len(flat)])).tolist()
@@ -197,8 +212,9 @@ class Plan:
                 continue
             cid = chunk_ids[s]
             within = coords_sorted[s:e] - cid * chunk_shape
-            yield ChunkProjection(tuple(int(c) for c in cid), tuple(within.T),
-                                  (order[s:e],), False)
+            # a 0-d array has a single point: index it by integer, so chunk and value are 0-d
+            out_sel = (order[s:e],) if len(cid) else (int(order[s]),)
+            yield ChunkProjection(tuple(int(c) for c in cid), tuple(within.T), out_sel, False)
 
     def finish(self, buffer: np.ndarray) -> np.ndarray:
         """The caller's view of a filled buffer."""
@@ -206,10 +222,14 @@ class Plan:
                       for d in self._dims if d.out_len is not None)
         if any(d.flip for d in self._dims):
             buffer = buffer[flips]
+        if self._front:
+            return np.moveaxis(buffer, self._front, 0)
         return buffer.reshape(self.out_shape)
 
     def prepare_value(self, value: np.ndarray) -> np.ndarray:
         """Bring a value to write into buffer layout (the inverse of `finish`)."""
+        if self._front:
+            value = np.moveaxis(np.broadcast_to(value, self.out_shape), 0, self._front)
         value = np.broadcast_to(value, self.out_shape).reshape(self.buffer_shape) \
             if value.shape != self.buffer_shape else value
         if any(d.flip for d in self._dims):
@@ -310,6 +330,19 @@ def orthogonal_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, .
     return Plan(dims, final)  # type: ignore[arg-type]
 
 
+def numpy_outer_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> Plan:
+    """One index array (integers or a 1-d mask) among integers and slices, as numpy reads it:
+    an orthogonal selection, except that the array's axis comes first when it and the integer
+    indices are not adjacent (numpy puts the axes of separated advanced indices first)."""
+    plan = orthogonal_plan(selection, shape, chunks)
+    sel = _expand_ellipsis(_as_tuple(selection), len(shape))
+    advanced = [i for i, s in enumerate(sel) if not isinstance(s, slice)]
+    if advanced and advanced[-1] - advanced[0] + 1 != len(advanced):
+        array_at = next(i for i in advanced if isinstance(sel[i], list | np.ndarray))
+        plan.move_to_front(sum(1 for s in sel[:array_at] if isinstance(s, slice)))
+    return plan
+
+
 def vectorized_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> Plan:
     """Point (coordinate) selection with broadcasting, or a boolean mask of the array's shape."""
     sel = _as_tuple(selection)
@@ -318,6 +351,9 @@ def vectorized_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, .
         if mask.shape != tuple(shape):
             raise SelectionError(
                 f"boolean mask has shape {mask.shape}, expected the array's shape {tuple(shape)}")
+        if not mask.ndim:  # as numpy: the one element of a 0-d array, or nothing
+            n = int(mask)
+            return Plan([], (n,), (np.zeros((n, 0), np.int64), np.arange(n), ()), ())
         sel = tuple(np.nonzero(mask))
     if len(sel) != len(shape):
         raise SelectionError(

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import formats
 from .errors import MetadataError, NodeNotFoundError
 from .kvstore.base import KvStore
-from .metadata.json import json_dumps, json_loads
+from .metadata.json import json_loads
 from .metadata.names import normalize_path
-from .metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_v3_node
 
 V3_METADATA_KEY = "zarr.json"
 
-NodeMetadata = ArrayMetadataV3 | GroupMetadataV3
+NodeMetadata = formats.NodeMetadata
 
 
 def join(path: str, name: str) -> str:
@@ -44,36 +44,53 @@ def read_document(store: KvStore, path: str) -> dict[str, Any] | None:
     return doc
 
 
-def read_node(store: KvStore, path: str) -> NodeMetadata:
+def find_node(store: KvStore, path: str, zarr_format: int | None = None,
+              use_consolidated: bool | None = None) -> formats.Found:
+    """The node at `path` in any format (or `zarr_format`), with its consolidated metadata."""
     path = normalize_path(path)
-    doc = read_document(store, path)
-    if doc is None:
-        raise NodeNotFoundError(f"no Zarr array or group at {path or '/'!r} "
-                                f"(no {metadata_key(path)!r} in the {store.driver} store)")
-    return parse_v3_node(doc, where=metadata_key(path))
+    found = formats.find(store, path, zarr_format, use_consolidated)
+    if found is None:
+        wanted = "" if zarr_format is None else f"Zarr v{zarr_format} "
+        raise NodeNotFoundError(f"no {wanted}array or group at {path or '/'!r} in the "
+                                f"{store.driver} store (no zarr.json, .zarray, .zgroup or meta)")
+    return found
 
 
-def node_exists(store: KvStore, path: str) -> bool:
-    return store.exists(metadata_key(path))
+def read_node(store: KvStore, path: str, zarr_format: int | None = None) -> NodeMetadata:
+    return find_node(store, path, zarr_format, use_consolidated=False).metadata
+
+
+def node_exists(store: KvStore, path: str, zarr_format: int | None = None) -> bool:
+    return formats.exists(store, path, zarr_format)
 
 
 def write_metadata(store: KvStore, path: str, metadata: NodeMetadata) -> None:
-    store.set(metadata_key(path), json_dumps(metadata.to_json()))
+    formats.write(store, path, metadata)
 
 
-def ensure_parents(store: KvStore, path: str) -> None:
-    """Create group metadata for every missing ancestor of `path` (v3 has no implicit groups)."""
+def write_attributes(store: KvStore, path: str, metadata: NodeMetadata) -> None:
+    formats.write_attributes(store, path, metadata)
+
+
+def ensure_parents(store: KvStore, path: str, zarr_format: int = 3) -> None:
+    """Create group metadata for every missing ancestor of `path` (v3 has no implicit groups,
+    and the v2 spec requires them too). Ancestors must be groups of the same format."""
     parts = path.split("/")[:-1] if path else []
     for i in range(len(parts) + 1):
         parent = "/".join(parts[:i])
         if parent == path:
             break
-        doc = read_document(store, parent)
-        if doc is None:
-            write_metadata(store, parent, GroupMetadataV3.create())
-        elif doc.get("node_type") == "array":
+        found = formats.find(store, parent, zarr_format, use_consolidated=False) \
+            or formats.find(store, parent, None, use_consolidated=False)
+        if found is None:
+            write_metadata(store, parent, formats.new_group(zarr_format))
+        elif formats.is_array(found.metadata):
             raise MetadataError(
                 f"cannot create a node under {parent or '/'!r}: it is an array, not a group")
+        elif formats.format_of(found.metadata) != zarr_format:
+            raise MetadataError(
+                f"cannot create a Zarr v{zarr_format} node under {parent or '/'!r}: it is a "
+                f"v{formats.format_of(found.metadata)} group (one hierarchy, one format)")
 
 
 def delete_node(store: KvStore, path: str) -> None:

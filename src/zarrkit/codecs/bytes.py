@@ -86,6 +86,9 @@ class BytesCodec(ArrayBytesCodec):
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
         """The result may share memory with `array` (no copy when it is C-contiguous and native)."""
+        # A numpy scalar (the 0-d chunk of a 0-d array) is always native: astype to a swapped
+        # dtype would return it unswapped. As a 0-d array it is swapped like any other.
+        array = np.asarray(array)
         plan = _plan(spec.dtype, self.endian)
         if plan.mask:
             array = np.bitwise_and(array.view(np.uint8), plan.mask, order="C")

@@ -18,7 +18,7 @@ from ..codecs.sharding import ShardingCodec
 from ..errors import CorruptDataError
 from ..indexing import ChunkProjection, Plan
 from ..kvstore.base import Buffer, ByteRange, KvStore
-from .executor import concurrency, run_all
+from .executor import concurrency, ensure_concurrency, run_all
 
 _EMPTY = np.uint64(2**64 - 1)
 
@@ -34,12 +34,15 @@ class ChunkedArray:
     fill_value: Any
     key: Callable[[tuple[int, ...]], str]  # chunk grid coords -> full store key
     write_empty_chunks: bool = False
+    #: Decoded-chunk cache (engine/cache.py `CacheBinding`); None: every read fetches.
+    cache: Any = None
     sharding: ShardingCodec | None = field(init=False)
 
     def __post_init__(self) -> None:
         c = self.chain
         plain = isinstance(c.array_bytes, ShardingCodec) and not c.array_array and not c.bytes_bytes
         object.__setattr__(self, "sharding", c.array_bytes if plain else None)
+        ensure_concurrency(self.store.io_concurrency)  # remote stores: many requests in flight
 
     @property
     def dtype(self) -> np.dtype:
@@ -65,6 +68,8 @@ def is_fill(chunk: np.ndarray, fill: Any) -> bool:
     dt = chunk.dtype
     if dt.kind in "biu" and dt.itemsize <= 8 and dt.names is None:
         return not np.any(chunk != fill)
+    if dt.hasobject:  # object elements (v2 variable-length strings) have no bits to compare
+        return all(type(v) is type(fill) and v == fill for v in chunk.flat)
     fill_arr = np.asarray(fill, dtype=dt).reshape(1)
     if dt.itemsize in (1, 2, 4, 8):
         u = np.dtype(f"u{dt.itemsize}")
@@ -80,7 +85,8 @@ def _full_chunk(shape: tuple[int, ...], dtype: np.dtype, fill: Any) -> np.ndarra
 def _chunk_from_value(p: ChunkProjection, region: np.ndarray, chunk_shape: tuple[int, ...],
                       dtype: np.dtype, fill: Any) -> np.ndarray:
     """A whole chunk made from the value written to a complete projection (padded at edges)."""
-    if region.shape == chunk_shape:
+    # Indexing an object array can yield the element itself, not an array: place it.
+    if isinstance(region, np.ndarray) and region.shape == chunk_shape:
         return region
     chunk = _full_chunk(chunk_shape, dtype, fill)
     chunk[p.chunk_selection] = region
@@ -100,15 +106,19 @@ def read(arr: ChunkedArray, plan: Plan) -> np.ndarray:
 
 
 def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
-    store, chain, fill, key_of = arr.store, arr.chain, arr.fill_value, arr.key
+    store, chain, fill, key_of, cache = arr.store, arr.chain, arr.fill_value, arr.key, arr.cache
+
+    def load(key: str) -> np.ndarray | None:
+        data = store.get(key)
+        return None if data is None else decode_chunk(chain, data, key)
 
     def task(p: ChunkProjection) -> None:
         key = key_of(p.coords)
-        data = store.get(key)
-        if data is None:
+        chunk = load(key) if cache is None else cache.load(key, None, lambda: load(key))
+        if chunk is None:
             out[p.out_selection] = fill
         else:
-            out[p.out_selection] = decode_chunk(chain, data, key)[p.chunk_selection]
+            out[p.out_selection] = chunk[p.chunk_selection]
 
     run_all(task, list(plan))
 
@@ -125,17 +135,26 @@ def _group_by_shard(plan: Plan, cps: tuple[int, ...]) -> dict[tuple[int, ...], l
 def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
                   out: np.ndarray) -> None:
     groups = list(_group_by_shard(plan, sharding.chunks_per_shard).items())
-    inner, fill = sharding.inner, arr.fill_value
+    inner, fill, cache = sharding.inner, arr.fill_value, arr.cache
+    tokens: dict[tuple[int, ...], Any] = {}  # cache tokens of the inner chunks fetched
 
-    def place(item: tuple[Buffer | None, ChunkProjection, str]) -> None:
+    def place(item: tuple[Any, ChunkProjection, str]) -> None:
         data, p, key = item
-        if data is None:
+        if isinstance(data, _Cached):
+            chunk = data.chunk
+        else:
+            chunk = None if data is None else decode_chunk(inner, data, key)
+            if cache is not None:
+                cache.store(key, p.coords, chunk, tokens[p.coords])
+        if chunk is None:
             out[p.out_selection] = fill
         else:
-            out[p.out_selection] = decode_chunk(inner, data, key)[p.chunk_selection]
+            out[p.out_selection] = chunk[p.chunk_selection]
 
     def fetch(group: tuple[tuple[int, ...], list[Any]]) -> list[Any]:
-        return _fetch_inner_chunks(arr, sharding, *group)
+        if cache is None:
+            return _fetch_inner_chunks(arr, sharding, *group)
+        return _fetch_cached(arr, sharding, group[0], group[1], tokens)
 
     if len(groups) >= concurrency():  # enough shards to keep every thread busy
         run_all(lambda g: [place(item) for item in fetch(g)], groups)
@@ -170,30 +189,81 @@ def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple
     return found
 
 
+@dataclass(frozen=True)
+class _Cached:
+    chunk: np.ndarray | None  # None: the chunk does not exist (reads as the fill value)
+
+
+def _fetch_cached(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
+                  members: list[Any], tokens: dict[tuple[int, ...], Any]) -> list[Any]:
+    """Inner chunks from the cache where it has them; the others fetched from the shard."""
+    key, hits, misses = arr.key(shard), [], []
+    for within, p in members:
+        found, chunk = arr.cache.lookup(key, p.coords)
+        if found:
+            hits.append((_Cached(chunk), p, key))
+        else:
+            tokens[p.coords] = arr.cache.token(key)  # before the fetch: see engine/cache.py
+            misses.append((within, p))
+    return hits + (_fetch_inner_chunks(arr, sharding, shard, misses) if misses else [])
+
+
 # -- writing ----------------------------------------------------------------------------------
 
 def write(arr: ChunkedArray, plan: Plan, value: Any) -> None:
     value = plan.prepare_value(np.asarray(value, dtype=arr.dtype))
     if not plan.nitems:
         return
-    if arr.sharding is not None:
-        _write_sharded(arr, arr.sharding, plan, value)
+    try:
+        if arr.sharding is not None:
+            _write_sharded(arr, arr.sharding, plan, value)
+        else:
+            run_all(lambda p: _write_chunk(arr, p, value[p.out_selection]), list(plan))
+    finally:
+        if arr.cache is not None:  # after the store changed: racing reads cannot re-cache
+            arr.cache.invalidate(_written_keys(arr, plan))
+
+
+def _written_keys(arr: ChunkedArray, plan: Plan) -> set[str]:
+    if arr.sharding is None:
+        return {arr.key(p.coords) for p in plan}
+    return {arr.key(shard) for shard in _group_by_shard(plan, arr.sharding.chunks_per_shard)}
+
+
+def _encoded(arr: ChunkedArray, chunk: np.ndarray) -> Buffer | None:
+    """The bytes to store for a chunk; None when it is the fill value and is not stored."""
+    if not arr.write_empty_chunks and is_fill(chunk, arr.fill_value):
+        return None
+    return arr.chain.encode(chunk)
+
+
+def _put(store: KvStore, key: str, data: Buffer | None) -> None:
+    if data is None:
+        store.delete(key)
     else:
-        run_all(lambda p: _write_chunk(arr, p, value[p.out_selection]), list(plan))
+        store.set(key, data)
 
 
 def _store(arr: ChunkedArray, key: str, chunk: np.ndarray) -> None:
-    if not arr.write_empty_chunks and is_fill(chunk, arr.fill_value):
-        arr.store.delete(key)
-    else:
-        arr.store.set(key, arr.chain.encode(chunk))
+    _put(arr.store, key, _encoded(arr, chunk))
+
+
+def _replace(store: KvStore, key: str, data: Buffer | None) -> None:
+    """Store a whole new value (encoded outside the lock). Holding the key's lock for the store
+    step keeps a concurrent read-modify-write of the key from writing back what it read before
+    this replacement, which would undo it (docs/concurrency.md)."""
+    if not store.lock_whole_writes:
+        _put(store, key, data)
+        return
+    with store.lock(key):
+        _put(store, key, data)
 
 
 def _write_chunk(arr: ChunkedArray, p: ChunkProjection, region: np.ndarray) -> None:
     key = arr.key(p.coords)
-    if p.complete:  # nothing of the old chunk survives: no read, no lock
-        _store(arr, key, _chunk_from_value(p, region, arr.chunk_shape, arr.dtype,
-                                           arr.fill_value))
+    if p.complete:  # nothing of the old chunk survives: no read
+        chunk = _chunk_from_value(p, region, arr.chunk_shape, arr.dtype, arr.fill_value)
+        _replace(arr.store, key, _encoded(arr, chunk))
         return
     with arr.store.lock(key):
         data = arr.store.get(key)
@@ -255,7 +325,8 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
             per_shard[si][within] = data
 
     def assemble(i: int) -> None:
-        _store_shard(arr, sharding, arr.key(shards[i][0]), per_shard[i])
+        data = sharding.encode_shard(per_shard[i]) if per_shard[i] else None
+        _replace(arr.store, arr.key(shards[i][0]), data)
 
     run_all(assemble, range(len(shards)))
 

@@ -35,6 +35,13 @@ def concurrency() -> int:
     return _workers
 
 
+def ensure_concurrency(workers: int) -> None:
+    """Grow the pool to at least `workers` threads (never shrink it): a store whose requests
+    wait on the network wants many in flight, while CPU-bound work wants ~2 per core."""
+    if workers > _workers:
+        set_concurrency(workers)
+
+
 def executor() -> ThreadPoolExecutor:
     global _pool
     pool = _pool

@@ -1,8 +1,11 @@
 """Key/value stores: the `KvStore` interface, memory/file/zip stores, and URL/spec parsing."""
 
+# `remote` registers the s3, gs/gcs, az/abfs, http(s) drivers (obstore is imported on use).
+from . import remote  # noqa: F401
 from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
 from .file import FileStore
 from .memory import MemoryStore
+from .object_store import ObjectStore
 from .url import (
     KvStoreDriver,
     OpenOptions,
@@ -24,6 +27,7 @@ __all__ = [
     "KvStore",
     "KvStoreDriver",
     "MemoryStore",
+    "ObjectStore",
     "OpenOptions",
     "ZipStore",
     "get_kvstore_driver",

@@ -4,9 +4,24 @@ from __future__ import annotations
 
 import os
 
+from ..errors import SpecError
 from .base import Buffer, ByteRange
 
 MAX_IO = 1 << 30  # one read()/write() is capped by the OS (~2 GiB on Linux); stay below
+
+
+def local_path(path: str | os.PathLike[str], what: str) -> str:
+    """`path` made absolute, refusing what no file system call accepts (NUL, lone surrogates)
+    with an error that names it, rather than a ValueError from deep inside `os`."""
+    text = os.fspath(path)
+    try:
+        valid = b"\x00" not in os.fsencode(text)
+    except UnicodeEncodeError:
+        valid = False
+    if not valid:
+        raise SpecError(f"invalid {what} path {text!r}: NUL bytes and lone surrogates are not "
+                        "allowed")
+    return os.path.abspath(text)
 
 
 def resolve_range(byte_range: ByteRange | None, size: int) -> tuple[int, int]:

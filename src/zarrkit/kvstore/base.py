@@ -7,7 +7,6 @@ concurrency; the default batch methods simply loop.
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidKeyError, ReadOnlyError
+from ._keylocks import KeyLocks
 
 Buffer = bytes | bytearray | memoryview
 
@@ -57,6 +57,9 @@ def validate_key(key: str) -> str:
         raise InvalidKeyError(f"invalid store key {key!r}: must be a non-empty string")
     if "\x00" in key or "\\" in key:
         raise InvalidKeyError(f"invalid store key {key!r}: NUL and backslash are not allowed")
+    if not key.isascii() and not _encodable(key):
+        raise InvalidKeyError(f"invalid store key {key!r}: lone surrogates are not Unicode text "
+                              "and have no UTF-8 form")
     if key.startswith("/") or (len(key) > 1 and key[1] == ":"):
         raise InvalidKeyError(f"invalid store key {key!r}: absolute paths are not allowed")
     for part in key.split("/"):
@@ -64,6 +67,14 @@ def validate_key(key: str) -> str:
             raise InvalidKeyError(
                 f"invalid store key {key!r}: empty, '.' and '..' segments are not allowed")
     return key
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def validate_prefix(prefix: str) -> str:
@@ -81,11 +92,19 @@ class KvStore(ABC):
 
     #: URL scheme / spec driver name, e.g. "file", "memory", "zip".
     driver: str = ""
+    #: Requests a caller should keep in flight to use this store well; 0 means "no preference"
+    #: (local stores are CPU-bound). Latency-bound remote stores set it high, and the engine
+    #: grows its thread pool to match.
+    io_concurrency: int = 0
+    #: Whether the engine holds `lock(key)` while it replaces a whole chunk or shard, so that
+    #: the replacement cannot be undone by a concurrent read-modify-write of the same key
+    #: (docs/concurrency.md). A store whose locks cost remote requests may turn this off and
+    #: document the weaker guarantee.
+    lock_whole_writes: bool = True
 
     def __init__(self, *, read_only: bool = False) -> None:
         self.read_only = read_only
-        self._locks: dict[str, threading.Lock] = {}
-        self._locks_guard = threading.Lock()
+        self._key_locks = KeyLocks()
 
     # -- reading -----------------------------------------------------------------------------
     @abstractmethod
@@ -156,16 +175,23 @@ class KvStore(ABC):
             self._delete(key)
 
     def lock(self, key: str) -> AbstractContextManager[Any]:
-        """A mutual-exclusion lock for a read-modify-write of `key`.
+        """An exclusive lock on `key`: held for a read-modify-write of it (and, when
+        `lock_whole_writes`, for replacing it), or for a change that excludes `lock_shared`.
 
-        The default is a per-store, per-key thread lock; stores shared between processes
-        (the file store) override it with an inter-process lock.
+        The default is a per-key lock between the threads of this process (an object with
+        `acquire`/`release`); stores shared between processes (the file store) override it
+        with an inter-process lock. Locks are not reentrant.
         """
-        with self._locks_guard:
-            lock = self._locks.get(key)
-            if lock is None:
-                lock = self._locks[key] = threading.Lock()
-        return lock
+        return self._key_locks.handle(key)
+
+    def lock_shared(self, key: str) -> AbstractContextManager[Any]:
+        """A shared lock on `key`: many holders at once, none while `lock(key)` is held.
+
+        Arrays hold one for the duration of each write so that `resize` (which takes the
+        exclusive lock) never runs in the middle of one. The default excludes threads of this
+        process only; the file store's also excludes other processes.
+        """
+        return self._key_locks.handle(key, shared=True)
 
     def _check_writable(self, key: str) -> None:
         if self.read_only:

@@ -13,9 +13,12 @@ Key "a/b/c" is the file `<root>/a/b/c`. Design points:
   open normally and read `/proc/self/fd/<fd>` to see where the opened file really is (no
   check-then-use race); without /proc, `os.path.realpath` before opening. Creating directories
   and listing use `realpath` (rare or already expensive operations).
-* `lock(key)` combines a per-key thread lock with `fcntl.flock` on `<root>/.zarrkit-locks/<hash>`,
-  so read-modify-write cycles exclude other threads and other processes. Lock files are never
-  deleted (deleting them would let two processes lock different files for the same key).
+* `lock(key)` / `lock_shared(key)` combine a per-key thread lock with a lock between processes:
+  on Linux an open-file-description lock on one byte (at a hash of the key) of the single file
+  `<root>/.zarrkit-locks/keys.lock`, so locking every chunk written creates no files; elsewhere
+  `fcntl.flock` on `<root>/.zarrkit-locks/<hash>.lock`. Lock files are never deleted (deleting
+  them would let two processes lock different files for the same key). Processes coordinate
+  only if they open the store at the same root directory.
 * The hot paths use plain string joins and raw descriptors: a small chunk read is one openat2,
   fstat, pread and close.
 
@@ -30,13 +33,15 @@ import hashlib
 import os
 import re
 import stat
+import struct
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import InvalidKeyError, StoreError
 from . import _openat2
-from ._util import MAX_IO, byte_view, pread_exact, resolve_range
+from ._util import MAX_IO, byte_view, local_path, pread_exact, resolve_range
 from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
 
 LOCK_DIR = ".zarrkit-locks"
@@ -50,6 +55,12 @@ _READ_FLAGS = os.O_RDONLY | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC
 _LOCK_FLAGS = os.O_RDWR | os.O_CREAT | _CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+# Byte-range locks owned by an open file description (Linux >= 3.15): unlike classic POSIX
+# locks they exclude threads of one process too, and closing another descriptor of the file
+# does not drop them. `struct flock` is laid out as below on 64-bit Linux.
+_OFD_SETLKW = getattr(fcntl, "F_OFD_SETLKW", None) if struct.calcsize("P") == 8 else None
+_FLOCK = struct.Struct("hhqqi4x")
+_RANGE_LOCK_FILE = "keys.lock"
 _TEMP_SUFFIX = ".partial"
 _TEMP_RE = re.compile(r"\..*\.[0-9a-f]{16}\.partial\Z", re.DOTALL)
 # A directory removed by a concurrent delete between our mkdir and our create is retried.
@@ -115,13 +126,14 @@ class FileStore(KvStore):
         self, root: str | os.PathLike[str], read_only: bool = False, *, fsync: bool = False
     ) -> None:
         super().__init__(read_only=read_only)
-        root = os.path.abspath(os.fspath(root))
+        root = local_path(root, "file store")
         self.root = root
         self.fsync = fsync
         self._base = root if root.endswith("/") else root + "/"
         self._real_root = os.path.realpath(root)
         self._real_base = self._real_root.rstrip("/") + "/"
         self._lock_dir = self._base + LOCK_DIR
+        self._lock_file = _ProcessLockFile(self)
 
     # -- key → path, and the escape checks ---------------------------------------------------
     def _path(self, key: str) -> str:
@@ -468,8 +480,15 @@ class FileStore(KvStore):
         self._path(key)
         return _KeyLock(self, key)
 
+    def lock_shared(self, key: str) -> _KeyLock:
+        """A shared lock on `key` across threads and processes (excludes `lock(key)` only)."""
+        self._check_writable(key)
+        self._path(key)
+        return _KeyLock(self, key, shared=True)
+
     def _open_lock_file(self, key: str) -> int:
-        name = hashlib.sha256(key.encode()).hexdigest()[:32] + ".lock"
+        name = _RANGE_LOCK_FILE if _OFD_SETLKW is not None else \
+            hashlib.sha256(key.encode()).hexdigest()[:32] + ".lock"
         try:
             dir_fd = self._open_checked(self._lock_dir, _DIR_FLAGS, LOCK_DIR)
             if dir_fd is None:
@@ -500,33 +519,94 @@ class FileStore(KvStore):
         return (_rebuild, (self.root, self.read_only, self.fsync))
 
 
-class _KeyLock:
-    """Holds the per-key thread lock, then an exclusive flock on the key's lock file."""
+def _range_offset(key: str) -> int:
+    # 62 bits of the key's hash: distinct keys practically never share a byte.
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") >> 2
 
-    def __init__(self, store: FileStore, key: str) -> None:
+
+def _lock_descriptor(fd: int, offset: int, shared: bool) -> None:
+    """Block until this descriptor holds the lock (`offset`: its byte, without flock)."""
+    if _OFD_SETLKW is None:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        return
+    kind = fcntl.F_RDLCK if shared else fcntl.F_WRLCK
+    fcntl.fcntl(fd, _OFD_SETLKW, _FLOCK.pack(kind, os.SEEK_SET, offset, 1, 0))
+
+
+def _close_in(fd: int, pid: int) -> None:
+    if os.getpid() == pid:  # a forked child must not close a number it did not open
+        os.close(fd)
+
+
+class _ProcessLockFile:
+    """This process's open description of the range lock file, for exclusive locks.
+
+    One description serves every exclusive lock the process holds (the per-key thread lock
+    already keeps two threads of the process from holding one key), so a lock costs two fcntl
+    calls rather than opening and closing a file. A forked child opens its own: locks taken
+    through a description inherited from the parent would not exclude the parent.
+    """
+
+    def __init__(self, store: FileStore) -> None:
+        self._store = store
+        self._state = (-1, 0)  # (descriptor, pid that opened it)
+        self._guard = threading.Lock()
+
+    def descriptor(self) -> int:
+        fd, pid = self._state
+        if pid == os.getpid():
+            return fd
+        with self._guard:
+            fd, pid = self._state
+            if pid != os.getpid():
+                fd, pid = self._store._open_lock_file(""), os.getpid()
+                weakref.finalize(self, _close_in, fd, pid)
+                self._state = (fd, pid)
+        return fd
+
+
+class _KeyLock:
+    """Holds the per-key thread lock, then the key's lock between processes."""
+
+    def __init__(self, store: FileStore, key: str, shared: bool = False) -> None:
         self._store = store
         self._key = key
-        self._thread_lock: threading.Lock = KvStore.lock(store, key)
+        self._shared = shared
+        self._thread_lock: Any = (KvStore.lock_shared if shared else KvStore.lock)(store, key)
         self._fd = -1
+        # Shared locks (and flock) need a description of their own; see _ProcessLockFile.
+        self._own_fd = shared or _OFD_SETLKW is None
+        self._offset = 0 if _OFD_SETLKW is None else _range_offset(key)
 
     def __enter__(self) -> _KeyLock:
         self._thread_lock.acquire()
         try:
-            fd = self._store._open_lock_file(self._key)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except BaseException:
-                os.close(fd)
-                raise
+            self._fd = self._lock()
         except BaseException:
             self._thread_lock.release()
             raise
-        self._fd = fd
         return self
+
+    def _lock(self) -> int:
+        store = self._store
+        fd = store._open_lock_file(self._key) if self._own_fd else store._lock_file.descriptor()
+        try:
+            _lock_descriptor(fd, self._offset, self._shared)
+        except BaseException as exc:
+            if self._own_fd:
+                os.close(fd)
+            if isinstance(exc, OSError):
+                raise _wrap(exc, "lock", self._key, store.root) from exc
+            raise
+        return fd
 
     def __exit__(self, *exc: object) -> None:
         fd, self._fd = self._fd, -1
         try:
-            os.close(fd)  # closing the only descriptor releases the flock
+            if self._own_fd:
+                os.close(fd)  # closing the only descriptor releases the lock
+            else:
+                fcntl.fcntl(fd, fcntl.F_OFD_SETLK,
+                            _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, self._offset, 1, 0))
         finally:
             self._thread_lock.release()

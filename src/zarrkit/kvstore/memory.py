@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from ..errors import InvalidKeyError
+from ._keylocks import KeyLocks
 from ._util import as_bytes, resolve_range
 from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
 
@@ -23,14 +24,13 @@ from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
 class _Data:
     """The mutable state of one memory store, shared by its writable and read-only handles."""
 
-    __slots__ = ("values", "lock", "key_locks", "key_locks_guard")
+    __slots__ = ("values", "lock", "key_locks")
 
     def __init__(self) -> None:
         self.values: dict[str, bytes] = {}
         self.lock = threading.Lock()
         # Read-modify-write locks must be shared by every handle on the same data.
-        self.key_locks: dict[str, threading.Lock] = {}
-        self.key_locks_guard = threading.Lock()
+        self.key_locks = KeyLocks()
 
 
 class MemoryStore(KvStore):
@@ -50,8 +50,7 @@ class MemoryStore(KvStore):
         self._data = data
         self._values = data.values
         self._lock = data.lock
-        self._locks = data.key_locks
-        self._locks_guard = data.key_locks_guard
+        self._key_locks = data.key_locks
 
     @classmethod
     def named(cls, name: str, read_only: bool = False) -> MemoryStore:

@@ -17,6 +17,7 @@ Drivers live in a registry keyed by driver name, which is also the URL scheme, s
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -44,6 +45,9 @@ class OpenOptions:
 
     read_only: bool = False
     mode: str = "a"
+    #: Remote stores' options (credentials, endpoint, ...) as fsspec users write them; local
+    #: drivers ignore them.
+    storage_options: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -197,8 +201,14 @@ def _zip_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
     archive = _spec_path(base, base)
     if not archive or archive.endswith("/"):
         raise SpecError(f"kvstore spec {spec!r}: the zip base must name a file, got {archive!r}")
-    mode = "r" if options.read_only else ("w" if options.mode == "w" else "a")
-    return ZipStore(archive, mode), _clean_path(_spec_path(spec, spec), spec)
+    inner = _clean_path(_spec_path(spec, spec), spec)
+    # "w" starts a new archive only when the whole archive is the target: a node inside it must
+    # not take its siblings down with it (the caller deletes the node's own keys instead).
+    if options.read_only:
+        mode = "r"
+    else:
+        mode = "w" if options.mode == "w" and not inner else "a"
+    return ZipStore(archive, mode), inner
 
 
 for _driver in (
@@ -222,7 +232,11 @@ def parse_kvstore_url(url: str) -> Spec:
         match = _SCHEME_RE.match(part)
         if match is None:
             raise SpecError(f"invalid kvstore URL {url!r}: {part!r} has no scheme")
-        driver = get_kvstore_driver(match.group(1).lower())
+        scheme = match.group(1).lower()
+        if scheme not in _DRIVERS:
+            raise SpecError(f"unknown URL scheme {scheme!r} in {url!r} (known: "
+                            f"{', '.join(sorted(_DRIVERS))})")
+        driver = get_kvstore_driver(scheme)
         if driver.from_url is None:
             raise SpecError(f"kvstore driver {driver.name!r} has no URL form (in {url!r})")
         if position and not driver.adapter:
@@ -239,9 +253,15 @@ def kvstore_spec_to_url(spec: Mapping[str, Any]) -> str:
     driver = get_kvstore_driver(spec["driver"])
     if driver.to_url is None:
         raise SpecError(f"kvstore driver {driver.name!r} has no URL form")
-    own = driver.to_url(spec)
-    if driver.adapter:
-        return kvstore_spec_to_url(spec["base"]) + "|" + own
+    try:
+        own = driver.to_url(spec)
+        if driver.adapter:
+            return kvstore_spec_to_url(spec["base"]) + "|" + own
+    except KeyError as e:  # a driver's required member is missing
+        raise SpecError(f"kvstore spec {spec!r} has no URL form: member {e} is missing") from None
+    except UnicodeEncodeError:  # lone surrogates cannot be percent-encoded
+        raise SpecError(f"kvstore spec {spec!r} has no URL form: its path is not valid "
+                        "Unicode text") from None
     return own
 
 
@@ -319,16 +339,20 @@ def open_kvstore(
     *,
     read_only: bool = False,
     mode: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> tuple[KvStore, str]:
     """Open a store; returns it and the path within it ("" or "a/b", no slashes at the ends).
 
-    `mode` ("r", "r+", "a", "w", "w-") only decides read-only vs writable, and for zip archives
-    whether "w" starts a new archive (replacing the old one on close); node-level semantics
-    (what "w" or "w-" do to existing nodes) belong to the caller.
+    `mode` ("r", "r+", "a", "w", "w-") only decides read-only vs writable, and for a zip archive
+    opened at its root whether "w" starts a new archive (replacing the old one on close);
+    node-level semantics (what "w" or "w-" do to existing nodes) belong to the caller. A
+    `KvStore` instance is returned as it is, whatever `read_only` and `mode` say.
     """
     if isinstance(where, KvStore):
         return where, ""
     options = _options(read_only, mode)
+    if storage_options:
+        options = dataclasses.replace(options, storage_options=storage_options)
     spec = normalize_kvstore_spec(where)
     store, path = get_kvstore_driver(spec["driver"]).open(spec, options)
     return store, path

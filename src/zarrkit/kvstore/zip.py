@@ -34,12 +34,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import CorruptDataError, InvalidKeyError, SpecError, StoreError
-from ._util import byte_view, pread_exact, resolve_range
+from ._util import byte_view, local_path, pread_exact, resolve_range
 from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, (skipped fields), name and extra lengths
 _LOCAL_SIGNATURE = b"PK\x03\x04"
 _COPY_CHUNK = 1 << 20
+_TRUSTED_READ = 1 << 20  # reads up to this size need no check against the archive's size
 _MODES = ("r", "w", "a")
 
 
@@ -69,7 +70,7 @@ class ZipStore(KvStore):
         if (mode == "r") != read_only:
             raise SpecError(f"zip store mode {mode!r} contradicts read_only={read_only}")
         super().__init__(read_only=read_only)
-        self.path = os.path.abspath(os.fspath(path))
+        self.path = local_path(path, "zip store")
         self.mode = mode
         self.compression = compression
         self.compresslevel = compresslevel
@@ -152,7 +153,13 @@ class ZipStore(KvStore):
 
     def _read_stored(self, info: zipfile.ZipInfo, start: int, stop: int) -> bytes:
         key = info.filename
-        data = pread_exact(self._fd, stop - start, self._data_offset(info) + start)
+        offset = self._data_offset(info) + start
+        # Sizes come from the archive's directory: check a large one against the file before
+        # a read allocates a buffer that big.
+        if stop - start > _TRUSTED_READ and offset + stop - start > os.fstat(self._fd).st_size:
+            raise CorruptDataError(f"zip store {self.path!r}: entry {key!r} claims "
+                                   f"{info.file_size} bytes, beyond the end of the archive")
+        data = pread_exact(self._fd, stop - start, offset)
         if len(data) != stop - start or (
                 stop - start == info.file_size and zlib.crc32(data) != info.CRC):
             raise CorruptDataError(f"zip store {self.path!r}: entry {key!r} is truncated or "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -124,6 +124,8 @@ class ArrayMetadataV3:
     marked `"must_understand": false`, written back unchanged.
     """
 
+    zarr_format: ClassVar[int] = 3
+
     shape: tuple[int, ...]
     data_type: DataType
     chunk_grid: RegularChunkGrid
@@ -204,6 +206,15 @@ class ArrayMetadataV3:
     @property
     def codec_chain(self) -> CodecChain:
         return self._codec_chain
+
+    @property
+    def effective_fill_value(self) -> Any:
+        """The value missing chunks read as (v2's `null` fill value makes this differ there)."""
+        return self.fill_value
+
+    @property
+    def codec_names(self) -> list[str]:
+        return [codec.name for codec in self.codecs]
 
     # -- JSON ---------------------------------------------------------------------------------
 
@@ -308,6 +319,8 @@ def _coerce_key_encoding(value: ChunkKeyEncoding | dict[str, Any] | str | None) 
 @dataclass(frozen=True)
 class GroupMetadataV3:
     """The contents of a group's zarr.json."""
+
+    zarr_format: ClassVar[int] = 3
 
     attributes: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)

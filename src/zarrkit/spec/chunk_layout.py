@@ -214,12 +214,16 @@ class ChunkGrid:
 
     def _merge_shape(self, values: Any, hard: bool, where: str) -> None:
         sizes = [_shape_value(v, where) for v in _as_list(values, where)]
+        if not sizes:
+            return  # an empty list constrains nothing (layout JSON claims rank 0 separately)
         self._set_rank(len(sizes), where)
         # -1 ("full extent") depends on the domain, so it can only ever be a soft constraint.
         self._shape.merge(sizes, [hard and s != -1 for s in sizes], where)
 
     def _merge_aspect(self, values: Any, hard: bool, where: str) -> None:
         ratios = [_aspect_value(v, where) for v in _as_list(values, where)]
+        if not ratios:
+            return
         self._set_rank(len(ratios), where)
         self._aspect.merge(ratios, [hard] * len(ratios), where)
 
@@ -233,7 +237,7 @@ class ChunkGrid:
 
     def _merge_grid(self, other: ChunkGrid, soft: bool, members: Sequence[str], where: str) -> None:
         """Merge another grid's constraints (only `members`), optionally demoted to soft."""
-        if other._rank is not None:
+        if other._rank:
             self._set_rank(other._rank, where)
         for kind in ("hard", "soft"):
             hard = kind == "hard" and not soft
@@ -411,9 +415,9 @@ class ChunkLayout:
 
     def _merge_inner_order(self, values: Any, hard: bool, where: str) -> None:
         order = _permutation(values, where)
-        self._set_rank(len(order), where)
         if not order:
-            return  # rank 0: nothing to order
+            return  # an empty list constrains nothing
+        self._set_rank(len(order), where)
         if hard and self._inner_order_hard and self._inner_order != order:
             raise SpecError(f"{where}: hard constraint {order} conflicts with existing hard "
                             f"constraint {self._inner_order}")
@@ -422,6 +426,8 @@ class ChunkLayout:
 
     def _merge_origin(self, values: Any, hard: bool, where: str) -> None:
         origin = [_origin_value(v, where) for v in _as_list(values, where)]
+        if not origin:
+            return
         self._set_rank(len(origin), where)
         self._origin.merge(origin, [hard] * len(origin), where)
 
@@ -432,19 +438,25 @@ class ChunkLayout:
 
     def _merge_into(self, usage: str, grid: ChunkGrid, soft: bool, members: Sequence[str],
                     where: str) -> None:
-        if grid._rank is not None:
+        if grid._rank:
             self._set_rank(grid._rank, where)
         self._grids[usage]._merge_grid(grid, soft, members, where)
 
     def _merge_flat(self, prefix: str, member: str, value: Any, hard: bool, where: str) -> None:
         if member != "elements":
             value = _as_list(value, where)
+            if not value:
+                return
             self._set_rank(len(value), where)
         for usage in _usages(prefix, member):
             self._grids[usage]._merge_member(member, value, hard, where)
 
     def _merge_layout(self, other: ChunkLayout) -> None:
-        if other._rank is not None:
+        if self == ChunkLayout():
+            self.__dict__ = copy.deepcopy(other.__dict__)  # nothing to merge with: take it whole
+            return
+        # A rank-0 layout has no per-dimension constraints, so its rank adds nothing.
+        if other._rank:
             self._set_rank(other._rank, "rank")
         if other._inner_order is not None:
             name = "inner_order" if other._inner_order_hard else "inner_order" + _SOFT
@@ -505,6 +517,8 @@ class ChunkLayout:
 
     @property
     def inner_order_soft_constraint(self) -> tuple[int, ...] | None:
+        if self._rank == 0:
+            return ()  # as TensorStore reports it
         order = self._inner_order
         return tuple(order) if order is not None and not self._inner_order_hard else None
 
@@ -518,15 +532,22 @@ class ChunkLayout:
 
     @property
     def write_chunk(self) -> ChunkGrid:
-        return copy.deepcopy(self._grids["write"])
+        return self._grid_copy("write")
 
     @property
     def read_chunk(self) -> ChunkGrid:
-        return copy.deepcopy(self._grids["read"])
+        return self._grid_copy("read")
 
     @property
     def codec_chunk(self) -> ChunkGrid:
-        return copy.deepcopy(self._grids["codec"])
+        return self._grid_copy("codec")
+
+    def _grid_copy(self, usage: str) -> ChunkGrid:
+        grid = copy.deepcopy(self._grids[usage])
+        if grid._rank == 0:
+            # A rank-0 grid has no per-dimension data; TensorStore reports it as rankless.
+            grid._rank = grid._shape = grid._aspect = None
+        return grid
 
     # -- JSON
 
@@ -543,6 +564,9 @@ class ChunkLayout:
         layout = cls()
         for name, apply in _JSON_MEMBERS.items():
             if name in json:
+                # In JSON every list, even an empty one, states the rank.
+                for length in _list_lengths(json[name]):
+                    layout._set_rank(length, name)
                 apply(layout, json[name], name)
         return layout
 
@@ -577,6 +601,14 @@ class ChunkLayout:
 def _layout_state(layout: ChunkLayout) -> tuple[Any, ...]:
     order = (layout._inner_order, layout._inner_order_hard) if layout._inner_order else None
     return layout._rank, order, layout._origin, layout._grids
+
+
+def _list_lengths(value: Any) -> list[int]:
+    if isinstance(value, list):
+        return [len(value)]
+    if isinstance(value, Mapping):
+        return [len(v) for v in value.values() if isinstance(v, list)]
+    return []
 
 
 def _has_list(json: Mapping[str, Any]) -> bool:

@@ -1,85 +1,257 @@
-"""Opening arrays from TensorStore-style JSON specs: `{"driver": "zarr3", "kvstore": ...}`."""
+"""Opening arrays from TensorStore-style JSON specs: `{"driver": "zarr3", "kvstore": ...}`.
+
+The glue between the spec layer and the nodes: it resolves the open mode (open, create,
+delete_existing, assume_metadata, assume_cached_metadata) exactly as TensorStore does, checks an
+existing array against the spec's constraints or writes the metadata TensorStore would choose,
+and returns the `Array` (or, for a spec with a transform, a `View` of it). Driver "zarr" (v2)
+goes to `spec/zarr2.py`.
+"""
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass
 from typing import Any
 
-from .. import storage
+import numpy as np
+
+from .. import formats, storage
 from ..array import Array
-from ..creation import auto_chunks, create_array_from_metadata
 from ..errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
-from ..group import open_node
 from ..kvstore import open_kvstore
+from ..metadata.json import json_dumps
 from ..metadata.names import normalize_path
+from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3
+from .context import Context
+from .node import OpenState, check_revalidation_bound
+from .schema import Schema, dtype_name
+from .spec import Spec, check_driver
+from .transform import IndexTransform
+from .view import View
+from .zarr3 import MetadataConstraints, check_existing, new_metadata
 
-_ARRAY_BYTES = {"bytes", "sharding_indexed"}
+_SCHEMA_KEYWORDS = ("dtype", "shape", "domain", "rank", "chunk_layout", "codec", "fill_value",
+                    "dimension_units", "schema")
+_MODE_KEYWORDS = ("open", "create", "delete_existing", "assume_metadata",
+                  "assume_cached_metadata")
 
 
-def _kvstore(spec: dict[str, Any], read_only: bool) -> tuple[Any, str]:
-    if "kvstore" not in spec:
-        raise SpecError("spec: member 'kvstore' is required")
-    store, base = open_kvstore(spec["kvstore"], read_only=read_only)
-    extra = spec.get("path", "")
+@dataclass
+class _Mode:
+    open: bool
+    create: bool
+    delete_existing: bool
+    assume_metadata: bool
+    assume_cached_metadata: bool
+
+
+def _flag(json: dict[str, Any], options: dict[str, Any], name: str) -> bool | None:
+    value = options.get(name)
+    if value is None:
+        value = json.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise SpecError(f"{name}: expected true or false, got {value!r}")
+    return value
+
+
+def _mode(json: dict[str, Any], options: dict[str, Any]) -> _Mode:
+    """TensorStore's rules: open by default; delete_existing needs create and not open;
+    assume_metadata and assume_cached_metadata need open and not delete_existing."""
+    flags = {name: _flag(json, options, name) for name in _MODE_KEYWORDS}
+    create = bool(flags["create"])
+    opening = flags["open"] if flags["open"] is not None else not create
+    mode = _Mode(opening, create, bool(flags["delete_existing"]), bool(flags["assume_metadata"]),
+                 bool(flags["assume_cached_metadata"]))
+    if mode.delete_existing and not mode.create:
+        raise SpecError("delete_existing: cannot be used without create")
+    if mode.delete_existing and mode.open:
+        raise SpecError("delete_existing: cannot be used with open")
+    for name in ("assume_metadata", "assume_cached_metadata"):
+        if getattr(mode, name) and not mode.open:
+            raise SpecError(f"{name}: cannot be used without open")
+        if getattr(mode, name) and mode.delete_existing:
+            raise SpecError(f"{name}: cannot be used with delete_existing")
+    if not mode.open and not mode.create:
+        raise SpecError("open/create: at least one must be true")
+    return mode
+
+
+def _location(json: dict[str, Any], read_only: bool) -> tuple[Any, str]:
+    store, base = open_kvstore(json["kvstore"], read_only=read_only)
+    extra = json.get("path", "")
     if not isinstance(extra, str):
-        raise SpecError("spec: member 'path' must be a string")
-    return store, normalize_path(storage.join(base, extra.strip("/")) if extra else base)
+        raise SpecError("spec.path: must be a string")
+    return store, normalize_path(storage.join(base, extra.strip("/")) if extra.strip("/")
+                                 else base)
 
 
-def open_spec(spec: dict[str, Any], *, open: bool | None = None, create: bool = False,
-              delete_existing: bool = False, read_only: bool = False) -> Array:
-    driver = spec.get("driver")
-    if driver != "zarr3":
-        raise SpecError(f"spec: unsupported driver {driver!r} (supported: 'zarr3')")
-    if open is None:
-        open = not create
-    if delete_existing and (not create or open):
-        raise SpecError("spec: delete_existing requires create=True and open=False")
-    metadata = spec.get("metadata", {})
-    if not isinstance(metadata, dict):
-        raise SpecError("spec: member 'metadata' must be an object")
-    store, path = _kvstore(spec, read_only)
-    exists = storage.node_exists(store, path)
-    if exists and open and not delete_existing:
-        node = open_node(store, path, read_only=read_only)
-        if not isinstance(node, Array):
-            raise NodeTypeError(f"spec: {path or '/'!r} is a group, not an array")
-        _check_constraints(node.metadata, metadata)
-        return node
-    if exists and not delete_existing:
-        raise NodeExistsError(f"spec: an array already exists at {path or '/'!r} "
-                              "(create=True without open=True)")
-    if not create:
-        raise NodeNotFoundError(f"spec: no array at {path or '/'!r} and create is false")
-    doc = complete_metadata(metadata)
+def _schema(json: dict[str, Any], options: dict[str, Any], transform: Any) -> Schema:
+    """The spec's schema with its top-level dtype and rank and the keyword constraints."""
+    schema = Schema(json.get("schema"), where="schema") if "schema" in json else Schema()
+    rank = json.get("rank") if transform is None else None
+    if transform is not None and json.get("rank") not in (None, transform.input_rank):
+        raise SpecError(f"rank: {json['rank']} does not match the transform's input rank "
+                        f"{transform.input_rank}")
+    schema.update(dtype=json.get("dtype"), rank=rank, where="spec")
+    keywords = {k: options.get(k) for k in _SCHEMA_KEYWORDS}
+    if transform is not None:
+        keywords["rank"] = None
+    schema.update(where="open", **keywords)
+    return schema
+
+
+def _state(json: dict[str, Any], options: dict[str, Any], mode: _Mode) -> OpenState:
+    context = options.get("context")
+    if context is not None and not isinstance(context, Context):
+        context = Context(context)
+    if "context" in json:
+        context = Context(json["context"], parent=context)
+    context = context or Context()
+    bounds = {}
+    for name, default in (("recheck_cached_data", True), ("recheck_cached_metadata", "open")):
+        value = options.get(name)
+        value = json.get(name, default) if value is None else value
+        bounds[name] = check_revalidation_bound(value, name)
+    pool = context.resource(json.get("cache_pool"), "cache_pool", "cache_pool")
+    context.resource(json.get("data_copy_concurrency"), "data_copy_concurrency",
+                     "data_copy_concurrency")
+    return OpenState(context, pool, bounds["recheck_cached_data"],
+                     bounds["recheck_cached_metadata"], mode.assume_metadata)
+
+
+def _write_empty(json: dict[str, Any], options: dict[str, Any]) -> bool:
+    value = options.get("write_empty_chunks")
+    if value is None:
+        value = json.get("store_data_equal_to_fill_value", False)
+    if not isinstance(value, bool):
+        raise SpecError(f"store_data_equal_to_fill_value: expected a boolean, got {value!r}")
+    return value
+
+
+def _read_only(options: dict[str, Any]) -> bool:
+    return bool(options.get("read_only")) or options.get("write") is False
+
+
+def open_spec(spec: Any, **options: Any) -> Array | View:
+    """Open (or create) the array a spec describes; see `zarrkit.open` for the keywords."""
+    unknown = set(options) - set(_SCHEMA_KEYWORDS) - set(_MODE_KEYWORDS) - {
+        "context", "recheck_cached_data", "recheck_cached_metadata", "read_only", "read",
+        "write", "write_empty_chunks"}
+    if unknown:
+        raise SpecError(f"open: unexpected keyword(s) {sorted(unknown)} for a spec")
+    json = spec.to_json() if isinstance(spec, Spec) else copy.deepcopy(spec)
+    if check_driver(json) == "zarr":
+        return _open_zarr2(json, options)
+    mode = _mode(json, options)
+    transform = IndexTransform.from_json(json["transform"]) if "transform" in json else None
+    constraints = MetadataConstraints.from_json(json.get("metadata"))
+    schema = _schema(json, options, transform)
+    state = _state(json, options, mode)
+    store, path = _location(json, _read_only(options))
+    array = _open_or_create(store, path, mode, constraints, schema, _read_only(options),
+                            _write_empty(json, options))
+    _attach(array, state)
+    return _with_transform(array, transform)
+
+
+def _attach(array: Array, state: OpenState) -> None:
+    array._open_state = state
+    array._set_metadata(array._metadata)  # rebuild the engine with the cache pool
+
+
+def _open_or_create(store: Any, path: str, mode: _Mode, constraints: MetadataConstraints,
+                    schema: Schema, read_only: bool, write_empty: bool) -> Array:
+    if mode.assume_metadata or mode.assume_cached_metadata:
+        md = ArrayMetadataV3.from_json(new_metadata(constraints, schema), where="spec.metadata")
+        return Array(store, path, md, read_only=read_only, write_empty_chunks=write_empty)
+    found = formats.find(store, path, 3, use_consolidated=False)
+    where = path or "/"
+    if found is not None and mode.open:
+        if not formats.is_array(found.metadata):
+            raise NodeTypeError(f"{where!r} is a group, not an array")
+        check_existing(found.metadata, constraints, schema)
+        return Array(store, path, found.metadata, read_only=read_only,
+                     write_empty_chunks=write_empty)
+    if found is not None and not mode.delete_existing:
+        raise NodeExistsError(f"an array already exists at {where!r} (create=True without "
+                              "open=True or delete_existing=True)")
+    if not mode.create:
+        raise NodeNotFoundError(f"no Zarr v3 array at {where!r} in the {store.driver} store, "
+                                "and create is false")
+    doc = new_metadata(constraints, schema)
     md = ArrayMetadataV3.from_json(doc, where="spec.metadata")
-    return create_array_from_metadata(store, path, md, overwrite=delete_existing)
+    if mode.delete_existing:
+        storage.delete_node(store, path)
+    storage.ensure_parents(store, path, 3)
+    store.set(storage.metadata_key(path), json_dumps(doc))  # exactly TensorStore's document
+    return Array(store, path, md, read_only=read_only, write_empty_chunks=write_empty)
 
 
-def _check_constraints(stored: dict[str, Any], constraints: dict[str, Any]) -> None:
-    for name, value in constraints.items():
-        if name == "codecs":
-            continue  # partial codec chains are compared by the full spec layer
-        if stored.get(name) != value and not (name == "attributes"):
-            raise SpecError(f"spec: metadata member {name!r} is {value!r} in the spec but "
-                            f"{stored.get(name)!r} in the stored array")
+def _with_transform(array: Array, transform: IndexTransform | None) -> Array | View:
+    """The array itself for an identity transform over its whole domain, else a view."""
+    if transform is None:
+        return array
+    domain = array.domain
+    if transform.is_identity() and transform.domain.inclusive_min == domain.inclusive_min \
+            and transform.domain.exclusive_max == domain.exclusive_max \
+            and transform.domain.labels == domain.labels:
+        return array
+    return View(array, transform)
 
 
-def complete_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Fill in the defaults TensorStore chooses for members a spec leaves out."""
-    if "shape" not in metadata:
-        raise SpecError("spec: metadata.shape is required to create an array")
-    if "data_type" not in metadata:
-        raise SpecError("spec: metadata.data_type is required to create an array")
-    doc = {"zarr_format": 3, "node_type": "array", **metadata}
-    shape = tuple(doc["shape"])
-    doc.setdefault("chunk_grid", {"name": "regular",
-                                  "configuration": {"chunk_shape": list(auto_chunks(shape))}})
-    doc.setdefault("chunk_key_encoding", {"name": "default"})
-    doc.setdefault("fill_value", False if doc["data_type"] == "bool" else 0)
-    codecs = [{"name": c} if isinstance(c, str) else c for c in doc.get("codecs", [])]
-    if not any(c.get("name") in _ARRAY_BYTES for c in codecs):
-        pos = sum(1 for c in codecs if c.get("name") == "transpose")
-        codecs.insert(pos, {"name": "bytes"})
-    doc["codecs"] = codecs
-    return doc
+# -- driver "zarr" (Zarr v2) ----------------------------------------------------------------
+
+_V2_OWN = ("dtype", "transform", "rank", "open", "create", "delete_existing", "context",
+           "cache_pool", "data_copy_concurrency", "recheck_cached_data",
+           "recheck_cached_metadata", "store_data_equal_to_fill_value")
+
+
+def _open_zarr2(json: dict[str, Any], options: dict[str, Any]) -> Array | View:
+    """Driver "zarr": v2 metadata and modes in spec/zarr2.py; dtype, shape, context, cache
+    and transform handled here."""
+    from .zarr2 import open_zarr2_spec
+
+    unsupported = [k for k in ("domain", "chunk_layout", "codec", "fill_value",
+                               "dimension_units", "schema", "assume_metadata",
+                               "assume_cached_metadata") if options.get(k) is not None]
+    if unsupported or "schema" in json:
+        raise SpecError(f"driver 'zarr': {sorted(unsupported) or ['schema']} not supported "
+                        "(give the constraints in metadata)")
+    mode = _mode(json, options)
+    dtype = options.get("dtype") or json.get("dtype")
+    transform = IndexTransform.from_json(json["transform"]) if "transform" in json else None
+    state = _state(json, options, mode)
+    inner = {k: v for k, v in json.items() if k not in _V2_OWN}
+    metadata = dict(inner.get("metadata") or {})
+    if dtype is not None:
+        metadata.setdefault("dtype", np.dtype(dtype_name(dtype)).str)
+    if options.get("shape") is not None:
+        metadata.setdefault("shape", list(options["shape"]))
+    inner["metadata"] = metadata
+    array = open_zarr2_spec(inner, open=mode.open, create=mode.create,
+                            delete_existing=mode.delete_existing, read_only=_read_only(options))
+    if dtype is not None and array.dtype != np.dtype(dtype_name(dtype)):
+        raise SpecError(f"dtype: {dtype_name(dtype)!r} does not match the stored array's "
+                        f"dtype {array.dtype}")
+    array.write_empty_chunks = _write_empty(json, options)
+    _attach(array, state)
+    return _with_transform(array, transform)
+
+
+# -- unpickling ------------------------------------------------------------------------------
+
+
+def rebuild_array(spec_json: dict[str, Any], store: Any, path: str, read_only: bool,
+                  attributes: dict[str, Any] | None = None) -> Array:
+    """An array from its pickled spec: the metadata is taken from the spec, not read."""
+    metadata = spec_json["metadata"]
+    if spec_json["driver"] == "zarr":
+        md: Any = ArrayMetadataV2.from_json(metadata, attributes=attributes)
+    else:
+        md = ArrayMetadataV3.from_json(metadata, where="pickled spec.metadata")
+    array = Array(store, path, md, read_only=read_only,
+                  write_empty_chunks=spec_json.get("store_data_equal_to_fill_value", False))
+    mode = _Mode(True, False, False, False, False)
+    _attach(array, _state(spec_json, {}, mode))
+    return array

@@ -1,0 +1,138 @@
+"""The Zarr v2 chunk pipeline as one array->bytes codec, over numcodecs.
+
+A v2 chunk is: the elements in the stored byte order (in C or F layout; F is a transpose codec
+in front of this one), passed through the `filters` in order, then the `compressor`. The filters
+are not array->array codecs in the v3 sense (`vlen-utf8` turns an object array into bytes,
+`packbits` changes the length), and the compressor must see the filtered *typed* array (blosc
+takes its shuffle element size from it), so the three stages form a single codec. It is not
+registered under a v3 name: v2 codec ids are not v3 codec names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar, Self
+
+import numcodecs
+import numcodecs.blosc
+import numcodecs.pickles
+import numcodecs.registry
+import numpy as np
+from numcodecs.abc import Codec as Numcodec
+from numcodecs.compat import ensure_contiguous_ndarray_like
+
+from ..errors import CodecError, CorruptDataError
+from .base import ArrayBytesCodec, Buffer, ChunkSpec
+
+#: Codecs that turn object arrays into bytes (and back); object arrays need one of them.
+OBJECT_CODECS = frozenset({"vlen-utf8", "vlen-bytes", "vlen-array", "json2", "msgpack2",
+                           "pickle", "categorize"})
+_BLOSC_CNAMES = frozenset(numcodecs.blosc.list_compressors())
+
+
+def load_numcodec(config: Any, *, where: str) -> Numcodec:
+    """The numcodecs codec for a v2 codec object (`{"id": ..., ...}`); errors name the id."""
+    if not isinstance(config, dict) or not isinstance(config.get("id"), str):
+        raise CodecError(f"{where}: expected an object with a string \"id\", got {config!r}")
+    codec_id = config["id"]
+    if codec_id == "pickle" and not getattr(numcodecs.pickles, "ALLOW_UNSAFE_PICKLE_DECODE",
+                                            True):
+        raise CodecError(f"{where}: codec 'pickle' refused: decoding it runs arbitrary code "
+                         "(numcodecs.pickles.ALLOW_UNSAFE_PICKLE_DECODE = True for trusted data)")
+    if numcodecs.registry.codec_registry.get(codec_id) is None:
+        try:  # an entry point may provide it; get_codec loads those
+            numcodecs.get_codec({"id": codec_id})
+        except Exception:  # noqa: BLE001 - any failure here means "not available"
+            raise CodecError(f"{where}: unsupported codec id {codec_id!r} "
+                             "(numcodecs has no codec of that id)") from None
+    if codec_id == "blosc" and config.get("cname", "lz4") not in _BLOSC_CNAMES:
+        raise CodecError(f"{where}: codec 'blosc': unknown cname {config.get('cname')!r} "
+                         f"(available: {', '.join(sorted(_BLOSC_CNAMES))})")
+    try:
+        return numcodecs.get_codec(dict(config))
+    except (TypeError, ValueError, KeyError) as e:
+        raise CodecError(f"{where}: codec {codec_id!r}: invalid configuration: {e}") from None
+
+
+def _buffer_view(array: np.ndarray) -> np.ndarray:
+    """`array` as unsigned integers of its item size when the buffer protocol cannot carry its
+    type (structured, raw and ml_dtypes types); compressors see the same bytes and element
+    size (blosc shuffles by it)."""
+    dtype = array.dtype
+    if dtype.kind != "V" and dtype.type.__module__ == "numpy":
+        return array
+    width = dtype.itemsize if dtype.itemsize in (1, 2, 4, 8) else 1
+    return array.reshape(-1).view(f"u{width}")
+
+
+class V2ChunkCodec(ArrayBytesCodec):
+    """Elements in `stored` byte order -> filters -> compressor (the v2 spec's "Chunks")."""
+
+    name: ClassVar[str] = "zarr_v2_chunk"
+
+    def __init__(self, stored: np.dtype, filters: Sequence[dict[str, Any]] | None,
+                 compressor: dict[str, Any] | None, *, where: str = "") -> None:
+        self.stored = np.dtype(stored)
+        self.filter_json = list(filters or ())
+        self.compressor_json = compressor
+        prefix = f"{where}: " if where else ""
+        self.filters = tuple(load_numcodec(f, where=f"{prefix}filters[{i}]")
+                             for i, f in enumerate(self.filter_json))
+        self.compressor = None if compressor is None else \
+            load_numcodec(compressor, where=f"{prefix}compressor")
+        ids = {f["id"] for f in self.filter_json}
+        if self.stored.hasobject and not ids & OBJECT_CODECS:
+            raise CodecError(f"{prefix}filters: an object ('|O') array needs an object codec "
+                             f"among its filters (one of {', '.join(sorted(OBJECT_CODECS))})")
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Self:
+        raise CodecError("the v2 chunk codec is built from .zarray members, not a v3 codec")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": {
+            "dtype": self.stored.str, "filters": self.filter_json,
+            "compressor": self.compressor_json}}
+
+    def encoded_size(self, spec: ChunkSpec) -> int | None:
+        if self.filters or self.compressor is not None or self.stored.hasobject:
+            return None
+        return math.prod(spec.shape) * self.stored.itemsize
+
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
+        if self.filters:  # some filters (bitround, ...) work in place: never on the caller's data
+            data: Any = np.array(array, dtype=self.stored, order="C")
+        else:
+            data = _buffer_view(np.ascontiguousarray(array, dtype=self.stored))
+        for codec in self.filters:
+            data = codec.encode(data)
+        if isinstance(data, np.ndarray) and data.dtype.hasobject:
+            raise CodecError("v2 chunk: the filters left an object array; an object codec "
+                             "such as vlen-utf8 must come first")
+        if self.compressor is not None:
+            data = self.compressor.encode(data)
+        if isinstance(data, bytes | bytearray):
+            return data
+        return memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
+        chunk: Any = data
+        if self.compressor is not None:
+            chunk = self.compressor.decode(chunk)
+        for codec in reversed(self.filters):
+            chunk = codec.decode(chunk)
+        count = math.prod(spec.shape)
+        if self.stored.hasobject:
+            values = np.asarray(chunk)
+            if values.dtype != object or values.size != count:
+                raise CorruptDataError(f"v2 chunk: decoded {values.size} {values.dtype} "
+                                       f"values, expected {count} objects")
+            return values.reshape(spec.shape)
+        raw = ensure_contiguous_ndarray_like(chunk).reshape(-1).view(np.uint8)
+        if raw.size != count * self.stored.itemsize:
+            raise CorruptDataError(
+                f"v2 chunk: decoded to {raw.size} bytes, a chunk of shape {spec.shape} and "
+                f"type {self.stored} has {count * self.stored.itemsize}")
+        values = raw.view(self.stored).reshape(spec.shape)
+        return values if self.stored == spec.dtype else values.astype(spec.dtype)

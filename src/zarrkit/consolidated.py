@@ -1,0 +1,77 @@
+"""Writing consolidated metadata: `zarrkit.consolidate_metadata(where)`.
+
+v2 groups get a `.zmetadata` document (zarr-python 2's format); v3 groups get zarr-python 3's
+`consolidated_metadata` member in their zarr.json. Either way every node below the group is
+recorded, so `zarrkit.open` then reads the whole hierarchy's metadata in one request. The record
+is a snapshot: after nodes change, call `consolidate_metadata` again to refresh it (readers that
+must not trust a snapshot pass `use_consolidated=False`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import formats, storage
+from .engine.executor import run_all
+from .errors import NodeTypeError
+from .group import Group, open_node
+from .kvstore import open_kvstore
+from .kvstore.base import KvStore
+from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER, v2_document, v3_member
+from .metadata.json import json_dumps
+from .metadata.names import normalize_path
+from .metadata.v2 import ATTRS_KEY
+
+
+def _members(store: KvStore, path: str, zarr_format: int) -> list[tuple[str, Any]]:
+    """(path, metadata) of the direct members of the group at `path`, read in parallel."""
+    _, names = store.list_dir(storage.prefix_of(path))
+    paths = [storage.join(path, n) for n in names]
+    found = run_all(lambda p: formats.find(store, p, zarr_format, use_consolidated=False),
+                    paths)
+    return [(p, f.metadata) for p, f in zip(paths, found, strict=True) if f is not None]
+
+
+def collect(store: KvStore, root: str, zarr_format: int) -> dict[str, Any]:
+    """{path relative to `root`: metadata} of every node below the group at `root`."""
+    nodes: dict[str, Any] = {}
+    level = [root]
+    while level:
+        below: list[str] = []
+        for path in level:
+            for child, metadata in _members(store, path, zarr_format):
+                nodes[child[len(root) + 1:] if root else child] = metadata
+                if not formats.is_array(metadata):
+                    below.append(child)
+        level = below
+    return nodes
+
+
+def _v3_doc(metadata: Any) -> dict[str, Any]:
+    doc = metadata.to_json()
+    doc.pop(V3_MEMBER, None)  # the root's record covers every level; nested copies go stale
+    return doc
+
+
+def consolidate_metadata(where: Any, *, path: str | None = None) -> Group:
+    """Record the metadata of every node below the group at `where` (written or refreshed)."""
+    store, base = open_kvstore(where, read_only=False)
+    root = normalize_path(storage.join(base, normalize_path(path)) if path else base)
+    metadata = storage.read_node(store, root)
+    if formats.is_array(metadata):
+        raise NodeTypeError(f"consolidate_metadata: {root or '/'!r} is an array, not a group")
+    fmt = formats.format_of(metadata)
+    nodes = collect(store, root, fmt)
+    if fmt == 2:
+        entries: dict[str, dict[str, Any]] = {"": {".zgroup": metadata.to_json(),
+                                                   ATTRS_KEY: metadata.attributes}}
+        for rel, md in nodes.items():
+            entries[rel] = {md.metadata_key: md.to_json(), ATTRS_KEY: md.attributes}
+        store.set(formats.key(root, CONSOLIDATED_KEY), json_dumps(v2_document(entries)))
+    else:
+        member = v3_member({rel: _v3_doc(md) for rel, md in nodes.items()})
+        updated = metadata.evolve(extra={**metadata.extra, V3_MEMBER: member})
+        storage.write_metadata(store, root, updated)
+    node = open_node(store, root, zarr_format=fmt)
+    assert isinstance(node, Group)
+    return node

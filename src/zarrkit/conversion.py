@@ -1,0 +1,268 @@
+"""Moving hierarchies between Zarr formats: `convert` (copy, optionally rechunking/resharding)
+and `upgrade_metadata` (v2/v1 -> v3 in place, rewriting only metadata).
+
+`convert` streams each array in slabs aligned to the destination's write unit (a shard, or a
+chunk), so every destination shard or chunk is written whole, once, without reading it back;
+each slab's chunks are read and written in parallel by the engine's thread pool, and memory
+stays bounded by the slab size.
+
+`upgrade_metadata` writes a zarr.json next to each `.zarray`/`.zgroup` (or v1 `meta`) whose
+chunks v3 can read as they are (see `metadata.upgrade`), then removes the old documents: keeping
+both would let v2 readers see stale metadata once the array changes through v3 (a resize, new
+attributes). Nothing is written unless every node of the hierarchy can be upgraded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from . import api, formats, storage
+from .array import Array
+from .creation import build_array_document, create_array_from_metadata
+from .creation_v2 import build_v2_metadata
+from .errors import NodeExistsError, SpecError
+from .group import Group, create_group_at, open_node
+from .kvstore import open_kvstore
+from .metadata.json import json_dumps
+from .metadata.names import normalize_path
+from .metadata.upgrade import v2_compressor, v3_codecs, v3_data_type, v3_from_v2
+from .metadata.v1 import ATTRS_KEY as V1_ATTRS_KEY
+from .metadata.v1 import META_KEY
+from .metadata.v2 import ARRAY_KEY, ATTRS_KEY, DIMENSIONS_ATTRIBUTE, GROUP_KEY, ArrayMetadataV2
+from .metadata.v3 import ArrayMetadataV3, GroupMetadataV3
+from .progress import make_callback
+
+#: Bytes of array data held in memory per slab while copying.
+SLAB_BYTES = 64 << 20
+
+
+def walk(node: Array | Group, rel: str = "") -> Iterator[tuple[str, Array | Group]]:
+    """(relative path, node) for `node` and everything below it, parents first."""
+    yield rel, node
+    if isinstance(node, Group):
+        for name, child in node.members():
+            yield from walk(child, storage.join(rel, name))
+
+
+# -- convert ----------------------------------------------------------------------------------
+
+
+def _v3_metadata(src: Array, chunks: Any, shards: Any, codecs: Any, where: str) -> Any:
+    if src.zarr_format == 3 and chunks is None and shards is None and codecs is None:
+        return ArrayMetadataV3.from_json(src.metadata, where=where)  # an exact copy
+    md = src._metadata
+    if codecs is None:
+        codecs = v3_codecs(md, exact=False, where=where) if src.zarr_format != 3 \
+            else _chunk_codecs(src.metadata["codecs"])
+    attributes = dict(src.attrs)
+    if src.zarr_format != 3:
+        attributes.pop(DIMENSIONS_ATTRIBUTE, None)  # it becomes dimension_names
+    doc = build_array_document(
+        src.shape, v3_data_type(md, where) if src.zarr_format != 3 else src.dtype,
+        chunks=chunks or src.chunks, shards=shards if shards is not None else src.shards,
+        codecs=codecs, fill_value=np.asarray(src._engine.fill_value)[()],
+        dimension_names=src.dimension_names, attributes=attributes)
+    return ArrayMetadataV3.from_json(doc, where=where)
+
+
+def _chunk_codecs(codecs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The codecs of a v3 array's (inner) chunks, to keep them when rechunking."""
+    if len(codecs) == 1 and codecs[0]["name"] == "sharding_indexed":
+        return codecs[0]["configuration"]["codecs"]
+    return codecs
+
+
+def _v2_metadata(src: Array, chunks: Any, shards: Any, codecs: Any, where: str) -> Any:
+    if shards is not None or codecs is not None:
+        raise SpecError("shards= and codecs= apply to Zarr v3 targets; v2 has neither")
+    md = src._metadata
+    if src.zarr_format != 3:  # v2 or v1: the same metadata (a v2 document), maybe rechunked
+        return ArrayMetadataV2(
+            shape=md.shape, chunks=chunks or md.chunks, data_type=md.data_type,
+            compressor=md.compressor, fill_value=md.fill_value, order=md.order,
+            filters=md.filters, dimension_separator=md.dimension_separator or ".",
+            attributes=md.attributes, extra=md.extra, where=where)
+    names = src.dimension_names
+    return build_v2_metadata(
+        src.shape, src.dtype, chunks=chunks or src.chunks,
+        compressor=v2_compressor(src.metadata["codecs"]), fill_value=src.fill_value,
+        dimension_names=None if names is None or None in names else names,
+        attributes=dict(src.attrs), where=where)
+
+
+def _target(src: Array, zarr_format: int, chunks: Any, shards: Any, codecs: Any,
+            path: str) -> Any:
+    # One setting for a whole hierarchy: arrays of another rank keep their own chunking.
+    chunks = chunks if _fits(chunks, src.ndim) else None
+    shards = shards if _fits(shards, src.ndim) else None
+    if zarr_format == 3:
+        return _v3_metadata(src, chunks, shards, codecs, storage.join(path, "zarr.json"))
+    return _v2_metadata(src, chunks, shards, codecs, storage.join(path, ARRAY_KEY))
+
+
+def _fits(shape: Any, ndim: int) -> bool:
+    return shape is not None and len(tuple(shape)) == ndim
+
+
+def slab_shape(shape: tuple[int, ...], write: tuple[int, ...], read: tuple[int, ...],
+               itemsize: int, budget: int = SLAB_BYTES) -> tuple[int, ...]:
+    """Regions copied at once: whole destination write units, aligned to the source's chunks
+    too when that fits the budget (so no source chunk is decoded twice), grown to the budget."""
+    aligned = [math.lcm(w, r) for w, r in zip(write, read, strict=True)]
+    slab = aligned if math.prod(aligned) * itemsize <= budget else list(write)
+    for axis in range(len(slab)):
+        while slab[axis] < shape[axis] and 2 * math.prod(slab) * itemsize <= budget:
+            slab[axis] *= 2
+    return tuple(slab)
+
+
+def _regions(shape: tuple[int, ...], slab: tuple[int, ...]) -> Iterator[tuple[slice, ...]]:
+    counts = [-(-s // b) for s, b in zip(shape, slab, strict=True)]
+    for index in np.ndindex(*counts):
+        yield tuple(slice(i * b, min((i + 1) * b, s)) for i, b, s in
+                    zip(index, slab, shape, strict=True))
+
+
+def _units(region: tuple[slice, ...], write: tuple[int, ...]) -> int:
+    return math.prod(-(-(r.stop - r.start) // w) for r, w in zip(region, write, strict=True))
+
+
+def _write_unit(dst: Array) -> tuple[int, ...]:
+    return dst.shards or dst.chunks
+
+
+def _copy_array(src: Array, dst: Array, report: Any) -> None:
+    write = _write_unit(dst)
+    slab = slab_shape(dst.shape, write, src.chunks, max(dst.dtype.itemsize, 1), SLAB_BYTES)
+    for region in _regions(dst.shape, slab):
+        dst[region] = src[region]
+        report(_units(region, write), dst.name)
+
+
+def _place(store: Any, path: str) -> tuple[Any, str]:
+    """(the store apart from its path, the node's full path) for comparing locations."""
+    spec = dict(store.to_json())
+    base = str(spec.pop("path", "")).strip("/")
+    return (store if spec.get("driver") == "memory" else json_dumps(spec)), \
+        f"{base}/{path}".strip("/")
+
+
+def _refuse_same_place(src: Array | Group, store: Any, path: str) -> None:
+    (where_a, a), (where_b, b) = _place(src.store, src.path), _place(store, path)
+    if where_a is not where_b and where_a != where_b:
+        return
+    if a == b or a.startswith(b + "/") or b.startswith(a + "/") or not a or not b:
+        raise SpecError("convert: source and destination overlap; copy elsewhere, or use "
+                        "zarrkit.upgrade_metadata for an in-place v2 -> v3 upgrade")
+
+
+def convert(src: Any, dst: Any, *, zarr_format: int = 3, chunks: Any = None,
+            shards: Any = None, codecs: Any = None, overwrite: bool = False,
+            progress: Any = True) -> Array | Group:
+    """Copy the array or hierarchy at `src` (any format) to `dst` in `zarr_format` (3 or 2).
+
+    `chunks`, `shards` and `codecs` (a v3 codec list; the inner chain when sharded) apply to
+    every array; by default arrays keep their chunk shape and the compressor when v3 has it.
+    Values are copied exactly (fill values, NaN payloads, byte order). `progress`: True for a
+    progress bar on stderr, False, or a callable(done, total, label).
+    """
+    if zarr_format not in (2, 3):
+        raise SpecError(f"convert: zarr_format must be 2 or 3, got {zarr_format!r}")
+    source = api.open(src, mode="r")
+    store, root = open_kvstore(dst, read_only=False)
+    root = normalize_path(root)
+    _refuse_same_place(source, store, root)
+    nodes = list(walk(source))
+    if storage.node_exists(store, root):
+        if not overwrite:
+            raise NodeExistsError(f"convert: {dst!r} already holds a node (overwrite=True "
+                                  "replaces it)")
+        storage.delete_node(store, root)
+    copies = _create_nodes(nodes, store, root, zarr_format, chunks, shards, codecs)
+    total = sum(math.prod(-(-s // w) for s, w in zip(d.shape, _write_unit(d), strict=True))
+                for _, d in copies)
+    callback, finish = make_callback(progress)
+    done = 0
+
+    def report(units: int, label: str) -> None:
+        nonlocal done
+        done += units
+        callback(done, total, label)
+
+    try:
+        callback(0, total, "convert")
+        for s, d in copies:
+            _copy_array(s, d, report)
+    finally:
+        finish()
+    return open_node(store, root, zarr_format=zarr_format)
+
+
+def _create_nodes(nodes: list[tuple[str, Array | Group]], store: Any, root: str,
+                  zarr_format: int, chunks: Any, shards: Any,
+                  codecs: Any) -> list[tuple[Array, Array]]:
+    """Build every target node's metadata first (so a refusal writes nothing), then create."""
+    planned: list[tuple[str, Array | Group, Any]] = []
+    for rel, node in nodes:
+        path = storage.join(root, rel) if rel else root
+        md = _target(node, zarr_format, chunks, shards, codecs, path) \
+            if isinstance(node, Array) else None
+        planned.append((path, node, md))
+    copies = []
+    for path, node, md in planned:
+        if md is None:
+            attrs = dict(node.attrs)
+            create_group_at(store, path, attributes=attrs, zarr_format=zarr_format)
+        else:
+            copies.append((node, create_array_from_metadata(store, path, md)))
+    return copies
+
+
+# -- upgrade in place -------------------------------------------------------------------------
+
+
+def _v3_document(node: Array | Group) -> dict[str, Any]:
+    where = formats.key(node.path, node._metadata.metadata_key)
+    if isinstance(node, Group):
+        return GroupMetadataV3.create(dict(node.attrs)).to_json()
+    doc = v3_from_v2(node._metadata, exact=True, where=where)
+    ArrayMetadataV3.from_json(doc, where=where)  # validate before anything is written
+    return doc
+
+
+def _old_documents(node: Array | Group) -> tuple[str, ...]:
+    if node.zarr_format == 1:
+        return META_KEY, V1_ATTRS_KEY
+    return ARRAY_KEY, GROUP_KEY, ATTRS_KEY, ".zmetadata"
+
+
+def upgrade_metadata(where: Any, *, path: str | None = None, keep_v2_metadata: bool = False,
+                     progress: Any = False) -> Array | Group:
+    """Upgrade the v2 (or v1) hierarchy at `where` to v3 in place, writing only metadata.
+
+    Each array keeps its chunks: the v3 metadata uses the "v2" chunk key encoding and codecs
+    that read the existing bytes. Raises (writing nothing) if any array has filters, a
+    compressor v3 lacks (zlib, bz2, lzma, lz4, ...) or a type v3 lacks; `convert` copies those.
+    The old documents are removed unless `keep_v2_metadata` (see the module docstring).
+    """
+    root = api.open(where, mode="r+", path=path, use_consolidated=False)
+    if root.zarr_format == 3:
+        return root
+    nodes = [node for _, node in walk(root)]
+    docs = [(node.path, _v3_document(node)) for node in nodes]
+    callback, finish = make_callback(progress)
+    store = root.store
+    try:
+        for i, (node_path, doc) in enumerate(docs):
+            store.set(formats.key(node_path, formats.V3_KEY), json_dumps(doc))
+            callback(i + 1, len(docs), node_path or "/")
+        if not keep_v2_metadata:
+            old = [formats.key(n.path, name) for n in nodes for name in _old_documents(n)]
+            store.delete_many([k for k in old if store.exists(k)])
+    finally:
+        finish()
+    return open_node(store, root.path, zarr_format=3)

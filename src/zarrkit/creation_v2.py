@@ -1,0 +1,126 @@
+"""Creating Zarr v2 arrays from keywords: `compressor`, `filters`, `order`, `dimension_separator`.
+
+The keywords mirror zarr-python's (`compressors=` of at most one codec is accepted as a synonym of
+`compressor=`); v3-only keywords (`shards`, `codecs`, `serializer`) are refused with the reason.
+The default compressor is Blosc/LZ4 with byte shuffle, which every v2 reader (zarr-python 2 and
+3, TensorStore, ...) can decode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numcodecs.abc import Codec as Numcodec
+
+from .codecs.numcodecs_v2 import OBJECT_CODECS
+from .creation import _chunk_shape, _shape
+from .errors import CodecError, MetadataError
+from .metadata.v2 import DIMENSIONS_ATTRIBUTE, ArrayMetadataV2
+from .metadata.v2_dtype import DataTypeV2
+
+DEFAULT_COMPRESSOR: dict[str, Any] = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1,
+                                      "blocksize": 0}
+_V3_ONLY = ("shards", "codecs", "serializer", "index_codecs", "index_location")
+
+
+def _codec_config(codec: Any, where: str) -> dict[str, Any]:
+    if isinstance(codec, Numcodec):
+        return dict(codec.get_config())
+    if isinstance(codec, dict) and isinstance(codec.get("id"), str):
+        return dict(codec)
+    hint = " (v2 codecs are named by \"id\", not \"name\")" \
+        if isinstance(codec, dict) and "name" in codec else ""
+    raise CodecError(f"{where}: expected a numcodecs codec or an object with an \"id\", "
+                     f"got {codec!r}{hint}")
+
+
+def _compressor(compressor: Any, compressors: Any) -> dict[str, Any] | None:
+    if compressors != "default":
+        if compressor != "default":
+            raise MetadataError("give compressor= or compressors=, not both")
+        if isinstance(compressors, Sequence) and not isinstance(compressors, str | dict):
+            if len(compressors) > 1:
+                raise CodecError("a Zarr v2 array has at most one compressor; put the others "
+                                 "in filters=")
+            compressors = compressors[0] if compressors else None
+        compressor = compressors
+    if compressor == "default":
+        return dict(DEFAULT_COMPRESSOR)
+    return None if compressor is None else _codec_config(compressor, "compressor")
+
+
+def _object_codec(dtype: Any) -> str | None:
+    """The object codec zarr-python uses for a variable-length type, or None."""
+    if dtype is str or dtype is bytes:
+        return "vlen-utf8" if dtype is str else "vlen-bytes"
+    try:
+        kind = np.dtype(dtype).kind
+    except (TypeError, ValueError):
+        return None  # not a numpy type: DataTypeV2 reports it
+    return "vlen-utf8" if kind in "OT" else None
+
+
+def _data_type(dtype: Any, filters: list[dict[str, Any]]) -> tuple[DataTypeV2, list[Any]]:
+    """Variable-length strings become `|O` with zarr-python's object codec in front."""
+    object_codec = _object_codec(dtype)
+    if object_codec is None:
+        return DataTypeV2.from_numpy(dtype), filters
+    if not any(f["id"] in OBJECT_CODECS for f in filters):
+        filters = [{"id": object_codec}, *filters]
+    return DataTypeV2(np.dtype(object)), filters
+
+
+def _separator(dimension_separator: str | None, chunk_key_encoding: Any) -> str:
+    if chunk_key_encoding is not None:
+        name = chunk_key_encoding if isinstance(chunk_key_encoding, str) \
+            else chunk_key_encoding.get("name")
+        config = {} if isinstance(chunk_key_encoding, str) \
+            else chunk_key_encoding.get("configuration", {})
+        if name != "v2":
+            raise MetadataError(f"Zarr v2 arrays use v2 chunk keys, not {name!r}; "
+                                "give dimension_separator='.' or '/'")
+        # {"name": "v2", "separator": "/"} is zarr-python's flat spelling of the same thing.
+        dimension_separator = dimension_separator or config.get("separator") or (
+            {} if isinstance(chunk_key_encoding, str) else chunk_key_encoding).get("separator")
+    return dimension_separator or "."
+
+
+def _attributes(attributes: dict[str, Any] | None, dimension_names: Any,
+                ndim: int) -> dict[str, Any]:
+    attrs = dict(attributes or {})
+    if dimension_names is not None:
+        names = list(dimension_names)
+        if len(names) != ndim or not all(isinstance(n, str) for n in names):
+            raise MetadataError(f"dimension_names must be {ndim} strings for a v2 array "
+                                f"(stored as {DIMENSIONS_ATTRIBUTE}), got {names!r}")
+        attrs[DIMENSIONS_ATTRIBUTE] = names
+    return attrs
+
+
+def build_v2_metadata(shape: Any, dtype: Any, *, chunks: Any = None,
+                      compressor: Any = "default", compressors: Any = "default",
+                      filters: Sequence[Any] | None = None, fill_value: Any = None,
+                      order: str = "C", dimension_separator: str | None = None,
+                      chunk_key_encoding: Any = None, dimension_names: Any = None,
+                      attributes: dict[str, Any] | None = None, where: str = ".zarray",
+                      **v3_only: Any) -> ArrayMetadataV2:
+    """Validated v2 metadata from zarr-python-style keywords."""
+    given = sorted(k for k, v in v3_only.items() if v is not None)
+    unknown = sorted(set(v3_only) - set(_V3_ONLY))
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}")
+    if given:
+        raise MetadataError(f"{', '.join(given)}: Zarr v2 has no sharding or codec chains; "
+                            "v2 arrays take compressor= and filters=")
+    shape_t = _shape(shape, "shape")
+    filter_list = [_codec_config(f, f"filters[{i}]") for i, f in enumerate(filters or ())]
+    data_type, filter_list = _data_type(dtype, filter_list)
+    fill = data_type.default_fill_value() if fill_value is None else fill_value
+    return ArrayMetadataV2(
+        shape=shape_t, chunks=_chunk_shape(chunks, shape_t, "chunks"), data_type=data_type,
+        compressor=_compressor(compressor, compressors), fill_value=fill, order=order,
+        filters=filter_list or None,
+        dimension_separator=_separator(dimension_separator, chunk_key_encoding),
+        attributes=_attributes(attributes, dimension_names, len(shape_t)), where=where)

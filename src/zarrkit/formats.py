@@ -1,0 +1,172 @@
+"""Which Zarr format a node is stored in, and reading/writing each format's documents.
+
+v3: `zarr.json`. v2: `.zarray` or `.zgroup`, with attributes in `.zattrs`. v1: `meta` and
+`attrs` (one array per store, read only). A node is found with one batched request for every
+format's keys (plus the v2 consolidated `.zmetadata`), so opening costs one round trip whatever
+the format; naming the format only narrows the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import MetadataError, ReadOnlyError, SpecError
+from .kvstore.base import KvStore
+from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER, ConsolidatedView
+from .metadata.json import json_dumps, json_loads
+from .metadata.v1 import ATTRS_KEY as V1_ATTRS_KEY
+from .metadata.v1 import META_KEY, ArrayMetadataV1, loads_v1
+from .metadata.v2 import ARRAY_KEY, ATTRS_KEY, GROUP_KEY, ArrayMetadataV2, GroupMetadataV2
+from .metadata.v3 import ArrayMetadataV3, GroupMetadataV3, parse_v3_node
+
+V3_KEY = "zarr.json"
+FORMATS = (1, 2, 3)
+#: Keys that hold metadata rather than chunks, in any format.
+METADATA_NAMES = frozenset({V3_KEY, ARRAY_KEY, GROUP_KEY, ATTRS_KEY, CONSOLIDATED_KEY})
+V1_METADATA_NAMES = frozenset({META_KEY, V1_ATTRS_KEY})
+
+NodeMetadata = (ArrayMetadataV3 | GroupMetadataV3 | ArrayMetadataV2 | GroupMetadataV2
+                | ArrayMetadataV1)
+ARRAY_TYPES = (ArrayMetadataV3, ArrayMetadataV2)  # ArrayMetadataV1 is an ArrayMetadataV2
+
+
+def key(path: str, name: str) -> str:
+    return f"{path}/{name}" if path else name
+
+
+def check_format(zarr_format: Any) -> int | None:
+    if zarr_format is not None and zarr_format not in FORMATS:
+        raise SpecError(f"zarr_format must be 1, 2, 3 or None (detect), got {zarr_format!r}")
+    return zarr_format
+
+
+@dataclass(frozen=True)
+class Found:
+    """A node's metadata, and the consolidated metadata below it when a group has some."""
+
+    metadata: Any
+    consolidated: ConsolidatedView | None = None
+
+
+def _json(store_key: str, data: Any) -> Any:
+    return None if data is None else json_loads(bytes(data), what=store_key)
+
+
+def find(store: KvStore, path: str, zarr_format: int | None = None,
+         use_consolidated: bool | None = None) -> Found | None:
+    """The node at `path` in `zarr_format` (None: whichever is there, v3 first), or None."""
+    check_format(zarr_format)
+    names = []
+    if zarr_format in (None, 3):
+        names.append(V3_KEY)
+    if zarr_format in (None, 2):
+        names += [ARRAY_KEY, GROUP_KEY, ATTRS_KEY]
+        if use_consolidated is not False:
+            names.append(CONSOLIDATED_KEY)
+    keys = [key(path, n) for n in names]
+    values = dict(zip(names, store.get_many([(k, None) for k in keys]), strict=True)) \
+        if keys else {}
+    if values.get(V3_KEY) is not None:
+        return _v3(path, _json(key(path, V3_KEY), values[V3_KEY]), use_consolidated)
+    if values.get(ARRAY_KEY) is not None or values.get(GROUP_KEY) is not None:
+        return _v2(path, values, use_consolidated)
+    if zarr_format in (None, 1):
+        return _v1(store, path)
+    return None
+
+
+def _v3(path: str, doc: Any, use_consolidated: bool | None) -> Found:
+    where = key(path, V3_KEY)
+    if not isinstance(doc, dict):
+        raise MetadataError(f"{where}: the metadata document must be a JSON object")
+    metadata = parse_v3_node(doc, where=where)
+    member = getattr(metadata, "extra", {}).get(V3_MEMBER)
+    if member is None or use_consolidated is False or isinstance(metadata, ArrayMetadataV3):
+        return Found(metadata)
+    return Found(metadata, ConsolidatedView.from_v3(member, where=where))
+
+
+def _v2(path: str, values: dict[str, Any], use_consolidated: bool | None) -> Found:
+    if values.get(ARRAY_KEY) is not None and values.get(GROUP_KEY) is not None:
+        raise MetadataError(f"{path or '/'!r} holds both {ARRAY_KEY} and {GROUP_KEY}; a v2 node "
+                            "is either an array or a group")
+    attrs_key = key(path, ATTRS_KEY)
+    attrs = _json(attrs_key, values.get(ATTRS_KEY))
+    if attrs is not None and not isinstance(attrs, dict):
+        raise MetadataError(f"{attrs_key}: expected a JSON object of attributes")
+    if values.get(ARRAY_KEY) is not None:
+        where = key(path, ARRAY_KEY)
+        return Found(ArrayMetadataV2.from_json(_json(where, values[ARRAY_KEY]), where=where,
+                                               attributes=attrs))
+    where = key(path, GROUP_KEY)
+    metadata = GroupMetadataV2.from_json(_json(where, values[GROUP_KEY]), where=where,
+                                         attributes=attrs)
+    consolidated = values.get(CONSOLIDATED_KEY)
+    if consolidated is None or use_consolidated is False:
+        return Found(metadata)
+    where = key(path, CONSOLIDATED_KEY)
+    return Found(metadata, ConsolidatedView.from_v2(_json(where, consolidated), where=where))
+
+
+def _v1(store: KvStore, path: str) -> Found | None:
+    meta_key, attrs_key = key(path, META_KEY), key(path, V1_ATTRS_KEY)
+    meta, attrs = store.get_many([(meta_key, None), (attrs_key, None)])
+    if meta is None:
+        return None
+    attributes = {} if attrs is None else loads_v1(attrs, what=attrs_key)
+    if not isinstance(attributes, dict):
+        raise MetadataError(f"{attrs_key}: expected a JSON object of attributes")
+    return Found(ArrayMetadataV1.from_v1_json(loads_v1(meta, what=meta_key), where=meta_key,
+                                              attributes=attributes))
+
+
+def exists(store: KvStore, path: str, zarr_format: int | None = None) -> bool:
+    """Whether a node of `zarr_format` (None: any) is at `path`, without parsing anything."""
+    names = {3: [V3_KEY], 2: [ARRAY_KEY, GROUP_KEY], 1: [META_KEY]}
+    formats = FORMATS[::-1] if zarr_format is None else (zarr_format,)
+    return any(store.exists(key(path, n)) for f in formats for n in names[f])
+
+
+def format_of(metadata: Any) -> int:
+    return getattr(metadata, "zarr_format", 3)
+
+
+def is_array(metadata: Any) -> bool:
+    return isinstance(metadata, ARRAY_TYPES)
+
+
+def write(store: KvStore, path: str, metadata: Any) -> None:
+    """Write a node's documents: zarr.json, or .zarray/.zgroup (+ .zattrs when non-empty)."""
+    fmt = format_of(metadata)
+    if fmt == 3:
+        store.set(key(path, V3_KEY), json_dumps(metadata.to_json()))
+        return
+    _refuse_v1(fmt, path)
+    store.set(key(path, metadata.metadata_key), json_dumps(metadata.to_json()))
+    if metadata.attributes:
+        store.set(key(path, ATTRS_KEY), json_dumps(metadata.attributes))
+
+
+def write_attributes(store: KvStore, path: str, metadata: Any) -> None:
+    """Persist a node's attributes: v2 rewrites only `.zattrs`, leaving `.zarray` untouched."""
+    fmt = format_of(metadata)
+    if fmt == 3:
+        write(store, path, metadata)
+        return
+    _refuse_v1(fmt, path)
+    store.set(key(path, ATTRS_KEY), json_dumps(metadata.attributes))
+
+
+def _refuse_v1(fmt: int, path: str) -> None:
+    if fmt == 1:
+        raise ReadOnlyError(f"{path or '/'!r} is a Zarr v1 array; v1 is read only "
+                            "(zarrkit.convert copies it to v2 or v3)")
+
+
+def new_group(zarr_format: int, attributes: dict[str, Any] | None = None) -> Any:
+    if zarr_format == 2:
+        return GroupMetadataV2.create(attributes)
+    if zarr_format == 3:
+        return GroupMetadataV3.create(attributes)
+    raise SpecError(f"groups can be created in Zarr v2 or v3, not v{zarr_format}")

@@ -1,0 +1,123 @@
+"""Translating array metadata between Zarr v2 (and v1) and v3.
+
+`v3_from_v2` gives the zarr.json of a v2 array. With `exact=True` (in-place upgrade) the v3
+document must read the *existing* chunks: the same keys (the "v2" chunk key encoding), the same
+byte layout (transpose for order F, the bytes codec's endian) and a v3 codec for the compressor;
+whatever cannot be expressed that way is refused, naming the array and the reason. Otherwise
+(copying) only the values matter: the chunks are re-encoded with the given or mapped codecs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..codecs.numcodecs_v2 import load_numcodec
+from ..errors import CodecError, DataTypeError
+from .data_type import DataType
+from .v2 import DIMENSIONS_ATTRIBUTE, ArrayMetadataV2
+
+_SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+#: What `convert` compresses with when the source's compressor has no v3 equivalent.
+DEFAULT_V3_COMPRESSOR: dict[str, Any] = {"name": "zstd",
+                                         "configuration": {"level": 0, "checksum": False}}
+
+
+def v3_compressor(config: dict[str, Any] | None, itemsize: int, *,
+                  where: str) -> dict[str, Any] | None:
+    """The v3 codec that decodes what the numcodecs `config` encodes; CodecError if none does."""
+    if config is None:
+        return None
+    full = load_numcodec(config, where=where).get_config()  # numcodecs fills in its defaults
+    codec_id = full["id"]
+    if codec_id == "blosc":
+        shuffle = full.get("shuffle", 1)
+        name = _SHUFFLES.get(shuffle, "bitshuffle" if itemsize == 1 else "shuffle")  # -1: auto
+        return {"name": "blosc", "configuration": {
+            "cname": full["cname"], "clevel": full["clevel"], "shuffle": name,
+            "typesize": itemsize, "blocksize": full.get("blocksize", 0)}}
+    if codec_id == "zstd":
+        return {"name": "zstd", "configuration": {"level": full.get("level", 0),
+                                                  "checksum": bool(full.get("checksum"))}}
+    if codec_id == "gzip":
+        return {"name": "gzip", "configuration": {"level": full.get("level", 1)}}
+    raise CodecError(f"{where}: compressor {codec_id!r} has no Zarr v3 codec (v3 has blosc, "
+                     "gzip and zstd)")
+
+
+def v2_compressor(codecs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The v2 compressor for the bytes->bytes codecs of a v3 chain, when one maps exactly
+    (none: None; anything else: Blosc/LZ4, the v2 default)."""
+    compressors = [c for c in codecs if c.get("name") in ("blosc", "zstd", "gzip")]
+    if len(compressors) != 1:
+        return None if not compressors else {"id": "blosc", "cname": "lz4", "clevel": 5,
+                                             "shuffle": 1, "blocksize": 0}
+    codec = compressors[0]
+    config = codec.get("configuration", {})
+    if codec["name"] == "blosc":
+        shuffle = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}.get(config.get("shuffle"), 1)
+        return {"id": "blosc", "cname": config.get("cname", "lz4"),
+                "clevel": config.get("clevel", 5), "shuffle": shuffle,
+                "blocksize": config.get("blocksize", 0)}
+    if codec["name"] == "zstd":
+        return {"id": "zstd", "level": config.get("level", 0),
+                "checksum": config.get("checksum", False)}
+    return {"id": "gzip", "level": config.get("level", 1)}
+
+
+def v3_data_type(md: ArrayMetadataV2, where: str) -> DataType:
+    try:
+        return DataType.from_numpy(md.dtype)
+    except DataTypeError:
+        raise DataTypeError(f"{where}: data type {md.data_type.to_json()!r} has no Zarr v3 data "
+                            "type (v3 has bool, integers, floats, complex and raw bytes)") from None
+
+
+def _layout_codecs(md: ArrayMetadataV2) -> list[dict[str, Any]]:
+    """transpose (order F) and bytes with the stored byte order: the v2 chunk bytes exactly."""
+    codecs: list[dict[str, Any]] = []
+    if md.order == "F" and md.ndim > 1:
+        codecs.append({"name": "transpose",
+                       "configuration": {"order": list(reversed(range(md.ndim)))}})
+    endian = "big" if md.data_type.stored.byteorder == ">" else "little"
+    codecs.append({"name": "bytes", "configuration": {"endian": endian}})
+    return codecs
+
+
+def v3_codecs(md: ArrayMetadataV2, *, exact: bool, where: str) -> list[dict[str, Any]]:
+    """A v3 codec chain for `md`: its exact equivalent, or (copying) a good re-encoding."""
+    if exact:
+        if md.filters:
+            ids = ", ".join(repr(f["id"]) for f in md.filters)
+            raise CodecError(f"{where}: filters {ids} have no Zarr v3 codecs; copy the array "
+                             "with zarrkit.convert instead")
+        compressor = v3_compressor(md.compressor, md.dtype.itemsize, where=where)
+        return _layout_codecs(md) + ([compressor] if compressor else [])
+    try:
+        compressor = v3_compressor(md.compressor, md.dtype.itemsize, where=where)
+    except CodecError:
+        compressor = dict(DEFAULT_V3_COMPRESSOR)
+    return [{"name": "bytes", "configuration": {"endian": "little"}}] + \
+        ([compressor] if compressor else [])
+
+
+def v3_from_v2(md: ArrayMetadataV2, *, exact: bool, where: str) -> dict[str, Any]:
+    """The zarr.json document for the array `md` describes (see the module docstring)."""
+    data_type = v3_data_type(md, where)
+    attributes = {k: v for k, v in md.attributes.items() if k != DIMENSIONS_ATTRIBUTE}
+    fill = np.asarray(md.effective_fill_value).astype(data_type.dtype)[()]
+    doc: dict[str, Any] = {
+        "zarr_format": 3, "node_type": "array", "shape": list(md.shape),
+        "data_type": data_type.to_json(),
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(md.chunks)}},
+        "chunk_key_encoding": {"name": "v2", "configuration": {
+            "separator": md.dimension_separator or "."}} if exact else
+        {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": data_type.fill_value_to_json(fill),
+        "codecs": v3_codecs(md, exact=exact, where=where),
+        "attributes": attributes,
+    }
+    if md.dimension_names is not None:
+        doc["dimension_names"] = list(md.dimension_names)
+    return doc

@@ -1,0 +1,94 @@
+"""Zarr v1 array metadata (`meta` and `attrs` keys; v1 spec), read only.
+
+A v1 store holds one array: `meta` (shape, chunks, dtype, compression, compression_opts,
+fill_value, order), `attrs`, and chunks keyed "0.0". The primary compressor is named by a string
+with separate options; it maps onto the numcodecs codec of the same library, so a v1 array reads
+through the same chunk pipeline as a v2 array with no filters.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..errors import CodecError, MetadataError
+from ._util import describe
+from .v2 import ArrayMetadataV2, _check_format, _tuple
+from .v2_dtype import DataTypeV2
+
+META_KEY = "meta"
+ATTRS_KEY = "attrs"
+_REQUIRED = ("zarr_format", "shape", "chunks", "dtype", "compression", "compression_opts",
+             "fill_value", "order")
+
+
+def loads_v1(data: bytes, *, what: str) -> Any:
+    """Parse a v1 document. zarr 1.x wrote fill values with Python's json module, which spells
+    NaN and the infinities as bare literals; those are accepted here (and only here)."""
+    try:
+        return json.loads(bytes(data).decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise MetadataError(f"{what}: malformed JSON: {e}") from None
+
+
+def compressor_config(name: Any, opts: Any, where: str) -> dict[str, Any] | None:
+    """The numcodecs configuration for a v1 `compression` and `compression_opts`."""
+    if name in (None, "none"):
+        return None
+    if name == "blosc":
+        opts = opts if opts is not None else {}
+        if not isinstance(opts, dict):
+            raise CodecError(f"{where}: compression_opts for blosc must be an object, "
+                             f"got {describe(opts)}")
+        return {"id": "blosc", **opts}
+    if name in ("zlib", "bz2"):
+        if opts is not None and not (isinstance(opts, int) and not isinstance(opts, bool)):
+            raise CodecError(f"{where}: compression_opts for {name} must be an integer level, "
+                             f"got {describe(opts)}")
+        return {"id": name} if opts is None else {"id": name, "level": opts}
+    if name == "lzma":
+        if opts is not None and not isinstance(opts, dict):
+            raise CodecError(f"{where}: compression_opts for lzma must be an object or null, "
+                             f"got {describe(opts)}")
+        return {"id": "lzma", **(opts or {})}
+    raise CodecError(f"{where}: compression: unsupported v1 compressor {describe(name)} "
+                     "(expected blosc, zlib, bz2, lzma or none)")
+
+
+def _fill_json(value: Any) -> Any:
+    """Bare NaN/Infinity (as zarr 1.x wrote them) in the v2 spelling the parser understands."""
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+@dataclass(frozen=True)
+class ArrayMetadataV1(ArrayMetadataV2):
+    """A v1 array: the v2 model with the v1 document kept for `to_json`. Read only."""
+
+    zarr_format: ClassVar[int] = 1
+    metadata_key: ClassVar[str] = META_KEY
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_v1_json(cls, doc: Any, *, where: str = META_KEY,
+                     attributes: Any = None) -> ArrayMetadataV1:
+        _check_format(doc, 1, where)
+        missing = [name for name in _REQUIRED if name not in doc]
+        if missing:
+            raise MetadataError(f"{where}: missing required member(s) {', '.join(missing)}")
+        data_type = DataTypeV2.from_json(doc["dtype"], where=f"{where}: dtype")
+        return cls(
+            shape=_tuple(doc["shape"], where, "shape"),
+            chunks=_tuple(doc["chunks"], where, "chunks"), data_type=data_type,
+            compressor=compressor_config(doc["compression"], doc["compression_opts"], where),
+            fill_value=data_type.parse_fill_value(_fill_json(doc["fill_value"]),
+                                                  where=f"{where}: fill_value"),
+            order=doc["order"], filters=None, dimension_separator=None,
+            attributes={} if attributes is None else attributes, where=where, source=doc)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.source)

@@ -1,0 +1,279 @@
+"""Zarr v2 array and group metadata: `.zarray`, `.zgroup` and `.zattrs` (v2 spec, "Metadata").
+
+`ArrayMetadataV2` offers what the nodes and the engine use from `ArrayMetadataV3` (shape, dtype,
+chunk shape, codec chain, chunk key encoding, fill value, attributes, dimension names, evolve,
+to_json), so one `Array` class serves both formats. Unknown `.zarray` members ("SHOULD be
+ignored") are kept and written back unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..codecs.base import ChunkSpec, Codec
+from ..codecs.chain import CodecChain
+from ..codecs.numcodecs_v2 import V2ChunkCodec
+from ..codecs.transpose import TransposeCodec
+from ..errors import CodecError, MetadataError
+from ._util import describe, int_tuple, is_int
+from .chunk_key_encoding import ChunkKeyEncoding
+from .v2_dtype import DataTypeV2
+
+ARRAY_KEY = ".zarray"
+GROUP_KEY = ".zgroup"
+ATTRS_KEY = ".zattrs"
+#: The attribute xarray (and the OGC edition of the spec) uses for dimension names.
+DIMENSIONS_ATTRIBUTE = "_ARRAY_DIMENSIONS"
+
+_REQUIRED = ("zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order",
+             "filters")
+_KNOWN = frozenset(_REQUIRED + ("dimension_separator",))
+
+
+def _check_format(doc: Any, version: int, where: str) -> None:
+    if not isinstance(doc, dict):
+        raise MetadataError(f"{where}: expected a JSON object, got {describe(doc)}")
+    found = doc.get("zarr_format")
+    if not is_int(found) or found != version:
+        raise MetadataError(f"{where}: zarr_format: expected {version}, got {describe(found)}")
+
+
+def parse_attributes(doc: Any, where: str) -> dict[str, Any]:
+    if not isinstance(doc, Mapping) or not all(isinstance(k, str) for k in doc):
+        raise MetadataError(f"{where}: expected a JSON object of attributes, got {describe(doc)}")
+    return dict(doc)
+
+
+def _codec_object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict) or not isinstance(value.get("id"), str):
+        raise CodecError(f"{where}: expected an object with a string \"id\", got "
+                         f"{describe(value)}")
+    return value
+
+
+def dimension_names_of(attributes: Mapping[str, Any], ndim: int) -> tuple[str, ...] | None:
+    """`_ARRAY_DIMENSIONS` when it is a valid list of names (it is only an attribute, so an
+    unusable value is left alone rather than refused)."""
+    names = attributes.get(DIMENSIONS_ATTRIBUTE)
+    if isinstance(names, list) and len(names) == ndim and all(isinstance(n, str) for n in names):
+        return tuple(names)
+    return None
+
+
+@dataclass(frozen=True)
+class ArrayMetadataV2:
+    """The contents of `.zarray` (plus the attributes from `.zattrs`). Validated on construction
+    (also via `evolve`). `fill_value` is the declared value, None for `null`."""
+
+    zarr_format: ClassVar[int] = 2
+    metadata_key: ClassVar[str] = ARRAY_KEY
+
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    data_type: DataTypeV2
+    compressor: dict[str, Any] | None = None
+    fill_value: Any = field(default=None, compare=False)
+    order: str = "C"
+    filters: list[dict[str, Any]] | None = None
+    dimension_separator: str | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    where: str = field(default=ARRAY_KEY, compare=False, repr=False)
+    #: The fill value's JSON as read, written back unchanged (encodings vary between writers:
+    #: zarr-python strips base64 bytes that TensorStore writes in full).
+    fill_value_json: Any = field(default=..., compare=False, repr=False)
+    _chain: CodecChain = field(init=False, compare=False, repr=False)
+    _fill: Any = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        where = self.where
+        shape = int_tuple(self.shape, low=0)
+        chunks = int_tuple(self.chunks, low=1)
+        if shape is None:
+            raise MetadataError(f"{where}: shape: expected a list of non-negative integers, "
+                                f"got {describe(self.shape)}")
+        if chunks is None:
+            raise MetadataError(f"{where}: chunks: expected a list of positive integers, "
+                                f"got {describe(self.chunks)}")
+        if len(chunks) != len(shape):
+            raise MetadataError(f"{where}: chunks {list(chunks)} has {len(chunks)} dimensions, "
+                                f"shape {list(shape)} has {len(shape)}")
+        if self.order not in ("C", "F"):
+            raise MetadataError(f"{where}: order: expected 'C' or 'F', got {describe(self.order)}")
+        if self.dimension_separator not in (None, ".", "/"):
+            raise MetadataError(f"{where}: dimension_separator: expected '.' or '/', got "
+                                f"{describe(self.dimension_separator)}")
+        data_type = DataTypeV2.from_numpy(self.data_type)
+        self._set("shape", shape)
+        self._set("chunks", chunks)
+        self._set("data_type", data_type)
+        self._set("fill_value", data_type.cast_fill_value(self.fill_value,
+                                                         where=f"{where}: fill_value"))
+        self._set("attributes", parse_attributes(self.attributes, f"{where}: attributes"))
+        self._set("_fill", self._effective_fill())
+        self._set("_chain", self._build_chain())
+
+    def _set(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)  # frozen: normalize fields during construction
+
+    def _object_codec(self) -> str | None:
+        ids = [f.get("id") for f in self.filters or ()]
+        return ids[0] if ids else None
+
+    def _effective_fill(self) -> Any:
+        """The value chunks are filled with: `null` reads as zeros (as TensorStore and
+        zarr-python do); variable-length strings get strings, as their codec needs."""
+        value, data_type = self.fill_value, self.data_type
+        if data_type.kind != "object":
+            return np.zeros((), data_type.dtype)[()] if value is None else value
+        codec = self._object_codec()
+        if codec == "vlen-utf8":
+            return "" if value is None else value if isinstance(value, str) else str(value)
+        if codec == "vlen-bytes":
+            return b"" if value is None else value.encode() if isinstance(value, str) else value
+        return value
+
+    def _build_chain(self) -> CodecChain:
+        codecs: list[Codec] = []
+        if self.order == "F" and len(self.shape) > 1:
+            codecs.append(TransposeCodec(tuple(reversed(range(len(self.shape))))))
+        codecs.append(V2ChunkCodec(self.data_type.stored, self.filters, self.compressor,
+                                   where=self.where))
+        spec = ChunkSpec(self.chunks, self.data_type.dtype, self._fill)
+        return CodecChain.from_codecs(codecs, spec, where=f"{self.where}: codecs")
+
+    # -- what the nodes and the engine use ----------------------------------------------------
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The native-order numpy dtype of the elements (object for variable-length types)."""
+        return self.data_type.dtype
+
+    @property
+    def chunk_shape(self) -> tuple[int, ...]:
+        return self.chunks
+
+    @property
+    def codec_chain(self) -> CodecChain:
+        return self._chain
+
+    @property
+    def effective_fill_value(self) -> Any:
+        return self._fill
+
+    @property
+    def chunk_key_encoding(self) -> ChunkKeyEncoding:
+        return ChunkKeyEncoding("v2", self.dimension_separator or ".")
+
+    @property
+    def dimension_names(self) -> tuple[str, ...] | None:
+        return dimension_names_of(self.attributes, len(self.shape))
+
+    @property
+    def codec_names(self) -> list[str]:
+        names = [f["id"] for f in self.filters or ()]
+        return names + ([self.compressor["id"]] if self.compressor else [])
+
+    # -- JSON ---------------------------------------------------------------------------------
+
+    @classmethod
+    def from_json(cls, doc: Any, *, where: str = ARRAY_KEY,
+                  attributes: Mapping[str, Any] | None = None) -> ArrayMetadataV2:
+        _check_format(doc, 2, where)
+        missing = [name for name in _REQUIRED if name not in doc]
+        if missing:
+            raise MetadataError(f"{where}: missing required member(s) {', '.join(missing)}")
+        data_type = DataTypeV2.from_json(doc["dtype"], where=f"{where}: dtype")
+        compressor = doc["compressor"]
+        if compressor is not None:
+            _codec_object(compressor, f"{where}: compressor")
+        filters = doc["filters"]
+        if filters is not None:
+            if not isinstance(filters, list):
+                raise CodecError(f"{where}: filters: expected a list or null, got "
+                                 f"{describe(filters)}")
+            for i, f in enumerate(filters):
+                _codec_object(f, f"{where}: filters[{i}]")
+        return cls(
+            shape=_tuple(doc["shape"], where, "shape"), chunks=_tuple(doc["chunks"], where,
+                                                                      "chunks"),
+            data_type=data_type, compressor=compressor,
+            fill_value=data_type.parse_fill_value(doc["fill_value"], where=f"{where}: fill_value"),
+            order=doc["order"], filters=filters,
+            dimension_separator=doc.get("dimension_separator"),
+            attributes={} if attributes is None else attributes,
+            extra={k: v for k, v in doc.items() if k not in _KNOWN}, where=where,
+            fill_value_json=doc["fill_value"])
+
+    def to_json(self) -> dict[str, Any]:
+        """The `.zarray` document (attributes live in `.zattrs`)."""
+        doc: dict[str, Any] = {
+            "zarr_format": 2,
+            "shape": list(self.shape),
+            "chunks": list(self.chunks),
+            "dtype": self.data_type.to_json(),
+            "compressor": self.compressor,
+            "fill_value": self.data_type.fill_value_to_json(self.fill_value)
+            if self.fill_value_json is ... else self.fill_value_json,
+            "order": self.order,
+            "filters": self.filters,
+        }
+        if self.dimension_separator is not None:
+            doc["dimension_separator"] = self.dimension_separator
+        doc.update(self.extra)
+        return doc
+
+    def evolve(self, **changes: Any) -> ArrayMetadataV2:
+        """A copy with `changes` applied, re-validated (e.g. shape for resize, attributes)."""
+        if "fill_value" in changes:
+            changes.setdefault("fill_value_json", ...)
+        return dataclasses.replace(self, **changes)
+
+
+def _tuple(value: Any, where: str, name: str) -> Any:
+    if not isinstance(value, list):
+        raise MetadataError(f"{where}: {name}: expected a list of integers, got {describe(value)}")
+    if not all(is_int(v) for v in value):
+        raise MetadataError(f"{where}: {name}: expected integers, got {describe(value)}")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class GroupMetadataV2:
+    """A v2 group: `.zgroup` (just the format) plus `.zattrs`. Members the spec does not allow
+    in `.zgroup` are tolerated on read (zarr-python adds some) and written back unchanged."""
+
+    zarr_format: ClassVar[int] = 2
+    metadata_key: ClassVar[str] = GROUP_KEY
+
+    attributes: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "attributes", parse_attributes(self.attributes, "attributes"))
+
+    @classmethod
+    def create(cls, attributes: Mapping[str, Any] | None = None) -> GroupMetadataV2:
+        return cls(attributes=dict(attributes or {}))
+
+    @classmethod
+    def from_json(cls, doc: Any, *, where: str = GROUP_KEY,
+                  attributes: Mapping[str, Any] | None = None) -> GroupMetadataV2:
+        _check_format(doc, 2, where)
+        return cls(attributes=dict(attributes or {}),
+                   extra={k: v for k, v in doc.items() if k != "zarr_format"})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"zarr_format": 2, **self.extra}
+
+    def evolve(self, **changes: Any) -> GroupMetadataV2:
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,220 @@
+"""What arrays gain from the spec layer: TensorStore's descriptions, views, spec(), pickling.
+
+`SpecNode` is a mixin of `Array`. It relies only on the array's `store`, `path`, `_metadata`,
+`read_only`, `write_empty_chunks` and indexing, so this module does not import the node layer.
+`OpenState` is what opening from a spec adds to an array: its context, cache pool and
+revalidation bounds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import storage
+from ..engine.cache import CacheBinding
+from ..errors import SelectionError, SpecError
+from ..kvstore import MemoryStore, kvstore_spec
+from .chunk_layout import ChunkLayout
+from .context import CachePool, Context
+from .schema import CodecSpec, Schema
+from .spec import Spec
+from .transform import IndexDomain, IndexTransform
+from .units import Units
+from .view import View
+from .zarr3 import chunk_layout_of, codec_of, domain_of, dtype_of, schema_of, units_of
+
+
+def check_revalidation_bound(value: Any, where: str) -> Any:
+    """TensorStore's CacheRevalidationBound: true, false, "open" or a time (seconds since
+    the epoch)."""
+    if isinstance(value, bool) or value == "open":
+        return value
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    raise SpecError(f"{where}: expected true, false, \"open\" or a time in seconds, got "
+                    f"{value!r}")
+
+
+@dataclass
+class OpenState:
+    """Options an array was opened with from a spec."""
+
+    context: Context = field(default_factory=Context)
+    cache_pool: CachePool | None = None
+    recheck_cached_data: Any = True
+    recheck_cached_metadata: Any = "open"
+    assume_metadata: bool = False
+    opened_at: float = field(default_factory=time.time)
+    cached_shape: tuple[int, ...] | None = None
+
+    def min_time(self) -> Any:
+        """When cached data must have been read to be served (None: never serve)."""
+        bound = self.recheck_cached_data
+        if bound is True:
+            return None
+        if bound is False:
+            return lambda: -math.inf
+        if bound == "open":
+            return lambda: self.opened_at
+        return lambda: bound
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.recheck_cached_data is not True:
+            out["recheck_cached_data"] = self.recheck_cached_data
+        if self.recheck_cached_metadata != "open":
+            out["recheck_cached_metadata"] = self.recheck_cached_metadata
+        return out
+
+
+def store_identity(store: Any) -> Any:
+    """Equal for handles on the same data: a cache pool shares entries between them."""
+    if isinstance(store, MemoryStore):
+        return ("memory", id(store._data))
+    return (type(store).__name__, repr(sorted(store.to_json().items())))
+
+
+def kvstore_json(store: Any, path: str) -> dict[str, Any]:
+    spec = kvstore_spec(store, path)
+    if path:  # a node is a directory: TensorStore writes its path with a trailing slash
+        spec["path"] = spec["path"].rstrip("/") + "/"
+    return spec
+
+
+class SpecNode:
+    """TensorStore-style description, views, `spec()` and resizing for arrays."""
+
+    _open_state: OpenState | None = None
+
+    @property
+    def _metadata_assumed(self) -> bool:
+        """Opened with assume_metadata: the stored metadata is neither read nor written."""
+        return self._open_state is not None and self._open_state.assume_metadata
+
+    # -- descriptions ----------------------------------------------------------------------------
+    @property
+    def domain(self) -> IndexDomain:
+        """[0, shape) with resizable upper bounds, labelled by valid dimension_names."""
+        return domain_of(self._metadata)
+
+    @property
+    def rank(self) -> int:
+        return len(self._metadata.shape)
+
+    @property
+    def chunk_layout(self) -> ChunkLayout:
+        return chunk_layout_of(self._metadata)
+
+    @property
+    def codec(self) -> CodecSpec:
+        return codec_of(self._metadata)
+
+    @property
+    def dimension_units(self) -> Units:
+        """One `Unit` (or None) per dimension, from the `dimension_units` attribute."""
+        return units_of(self._metadata) or (None,) * self.rank
+
+    @property
+    def schema(self) -> Schema:
+        return schema_of(self._metadata)
+
+    def spec(self, *, minimal_spec: bool = False, retain_context: bool = False,
+             transform: IndexTransform | None = None, **modes: Any) -> Spec:
+        """The spec that reopens this array (or, with `transform`, a view of it).
+
+        `open`, `create`, `delete_existing`, `assume_metadata`, ... keywords are recorded as
+        members; `minimal_spec` leaves out the metadata; `retain_context` keeps the context.
+        """
+        md = self._metadata
+        fmt = getattr(md, "zarr_format", 3)
+        if fmt not in (2, 3):
+            raise SpecError(f"array {self.name} is Zarr v{fmt}: no TensorStore driver opens it")
+        json: dict[str, Any] = {"driver": "zarr3" if fmt == 3 else "zarr",
+                                "kvstore": kvstore_json(self.store, self.path),
+                                "dtype": dtype_of(md)}
+        if not minimal_spec:
+            json["metadata"] = md.to_json()
+        state = self._open_state
+        if state is not None:
+            json.update(state.to_json())
+            if retain_context and state.context.to_json():
+                json["context"] = state.context.to_json()
+        if self.write_empty_chunks and fmt == 3:
+            json["store_data_equal_to_fill_value"] = True
+        json["transform"] = (transform or IndexTransform.identity(self.domain)).to_json()
+        json.update({k: v for k, v in modes.items() if v is not None})
+        return Spec(json)
+
+    # -- views -----------------------------------------------------------------------------------
+    @property
+    def view(self) -> View:
+        """A lazy view of the whole array (TensorStore-style indexing and operations)."""
+        return View(self, IndexTransform.identity(self.domain))
+
+    @property
+    def translate_to(self) -> Any:
+        return self.view.translate_to
+
+    @property
+    def translate_by(self) -> Any:
+        return self.view.translate_by
+
+    @property
+    def label(self) -> Any:
+        return self.view.label
+
+    @property
+    def T(self) -> View:  # noqa: N802 - numpy's and TensorStore's name
+        return self.view.T
+
+    def transpose(self, axes: Any = None) -> View:
+        return self.view.transpose(axes)
+
+    def _before_view_io(self) -> None:
+        """recheck_cached_metadata=true: adopt the stored metadata before each operation."""
+        state = self._open_state
+        if state is not None and state.recheck_cached_metadata is True and \
+                not self._metadata_assumed:
+            self._adopt_stored_metadata()
+
+    # -- the decoded-chunk cache -----------------------------------------------------------------
+    def _cache_binding(self) -> CacheBinding | None:
+        state = self._open_state
+        if state is None or state.cache_pool is None or state.cache_pool.cache is None:
+            return None
+        binding = CacheBinding(state.cache_pool.cache, store_identity(self.store),
+                               state.min_time())
+        shape = tuple(self._metadata.shape)
+        if state.cached_shape is not None and state.cached_shape != shape:
+            # A resize deletes chunks without the engine: drop what was cached of them.
+            binding.invalidate_prefix(storage.prefix_of(self.path))
+        state.cached_shape = shape
+        return binding
+
+    # -- resizing (TensorStore's keywords) -------------------------------------------------------
+    def _resize_spec(self, inclusive_min: Any = None, exclusive_max: Any = None, *,
+                     expand_only: bool = False, shrink_only: bool = False,
+                     resize_metadata_only: bool = False) -> Any:
+        shape = list(self._metadata.shape)
+        if inclusive_min is not None and any(v not in (None, 0) for v in inclusive_min):
+            raise SelectionError(f"resize: the origin of {self.name} is 0 and cannot change "
+                                 f"(inclusive_min {list(inclusive_min)})")
+        new = _new_shape(shape, exclusive_max)
+        for i, (old, n) in enumerate(zip(shape, new, strict=True)):
+            if expand_only and n < old or shrink_only and n > old:
+                what = "expand_only" if expand_only else "shrink_only"
+                raise SelectionError(f"resize: dimension {i} from {old} to {n} violates {what}")
+        self._resize_to(tuple(new), erase=not resize_metadata_only)
+        return self
+
+
+def _new_shape(shape: list[int], exclusive_max: Any) -> list[int]:
+    if exclusive_max is None:
+        return shape
+    values = list(exclusive_max)
+    if len(values) != len(shape):
+        raise SelectionError(f"resize: {len(values)} bounds for rank {len(shape)}")
+    return [old if v is None else int(v) for old, v in zip(shape, values, strict=True)]

@@ -1,0 +1,301 @@
+"""`Schema` and `CodecSpec`: TensorStore's driver-independent description of an array.
+
+A schema holds (possibly partial) constraints: rank, dtype, domain, chunk layout, codec, fill
+value and dimension units. Keyword names and JSON members are TensorStore's; merging two
+schemas raises SpecError naming the member where they disagree.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataTypeError, MetadataError, SpecError
+from ..metadata.data_type import DataType
+from .chunk_layout import ChunkLayout
+from .codec_spec import ChainSpec, merge, parse_chain
+from .transform import IndexDomain
+from .units import Units, merge_units, parse_units, units_json
+
+_CODEC_DRIVERS = ("zarr3", "zarr")
+
+
+class CodecSpec:
+    """Constraints on the encoding: `{"driver": "zarr3", "codecs": [...]}` (or a v2 compressor
+    and filters for driver "zarr")."""
+
+    def __init__(self, json: Any = None) -> None:
+        if isinstance(json, CodecSpec):
+            json = json.to_json()
+        json = {"driver": "zarr3"} if json is None else json
+        if not isinstance(json, dict):
+            raise SpecError(f"codec: expected an object, got {json!r}")
+        driver = json.get("driver")
+        if driver not in _CODEC_DRIVERS:
+            raise SpecError(f"codec.driver: expected one of {list(_CODEC_DRIVERS)}, got "
+                            f"{driver!r}")
+        allowed = {"driver", "codecs"} if driver == "zarr3" else {"driver", "compressor",
+                                                                  "filters"}
+        unknown = set(json) - allowed
+        if unknown:
+            raise SpecError(f"codec: unknown member(s) {sorted(unknown)} for driver {driver!r}")
+        self.driver: str = driver
+        self.chain: ChainSpec | None = (parse_chain(json["codecs"], "codec.codecs")
+                                        if "codecs" in json else None)
+        self._json = copy.deepcopy(json)
+
+    def to_json(self) -> dict[str, Any]:
+        out = copy.deepcopy(self._json)
+        if self.chain is not None:
+            out["codecs"] = self.chain.to_json()
+        return out
+
+    def merge(self, other: CodecSpec | None, where: str = "codec") -> CodecSpec:
+        if other is None:
+            return self
+        if other.driver != self.driver:
+            raise SpecError(f"{where}: codec drivers {self.driver!r} and {other.driver!r} differ")
+        merged = CodecSpec(self._json)
+        merged.chain = merge(self.chain, other.chain, f"{where}.codecs", strict=False)
+        for key, value in other._json.items():
+            if key in ("driver", "codecs"):
+                continue
+            if key in merged._json and merged._json[key] != value:
+                raise SpecError(f"{where}.{key}: {merged._json[key]!r} vs {value!r}")
+            merged._json[key] = value
+        return merged
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CodecSpec) and self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"CodecSpec({self.to_json()!r})"
+
+
+def dtype_name(value: Any, where: str = "dtype") -> str:
+    """TensorStore's name of a data type ("uint16", "bfloat16", ...) from a name or dtype."""
+    if isinstance(value, str) and value in _V2_ONLY:
+        return value
+    try:
+        name = DataType.parse(value).to_json()
+    except (DataTypeError, MetadataError, TypeError) as exc:
+        raise SpecError(f"{where}: unsupported data type {value!r}: {exc}") from None
+    if not isinstance(name, str):
+        raise SpecError(f"{where}: data type {value!r} has no TensorStore name")
+    return name
+
+
+_V2_ONLY = ("string", "ustring", "json")  # TensorStore dtypes that only the zarr driver stores
+
+
+class Schema:
+    """Constraints on an array, with TensorStore's keywords and JSON members."""
+
+    def __init__(self, json: Any = None, *, rank: int | None = None, dtype: Any = None,
+                 domain: Any = None, shape: Any = None, chunk_layout: Any = None,
+                 codec: Any = None, fill_value: Any = None, dimension_units: Any = None,
+                 schema: Any = None) -> None:
+        self._rank: int | None = None
+        self._dtype: str | None = None
+        self._domain: IndexDomain | None = None
+        self._layout = ChunkLayout()
+        self._codec: CodecSpec | None = None
+        self._fill: Any = None
+        self._units: Units | None = None
+        if json is not None:
+            self.update(Schema.from_json(json))
+        self.update(rank=rank, dtype=dtype, domain=domain, shape=shape,
+                    chunk_layout=chunk_layout, codec=codec, fill_value=fill_value,
+                    dimension_units=dimension_units, schema=schema)
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def from_json(cls, json: Any, where: str = "schema") -> Schema:
+        if isinstance(json, Schema):
+            return copy.deepcopy(json)
+        if not isinstance(json, dict):
+            raise SpecError(f"{where}: expected an object, got {json!r}")
+        unknown = set(json) - {"rank", "dtype", "domain", "chunk_layout", "codec",
+                               "fill_value", "dimension_units"}
+        if unknown:
+            raise SpecError(f"{where}: unknown member(s) {sorted(unknown)}")
+        schema = cls()
+        schema.update(**json, where=where)
+        return schema
+
+    def update(self, other: Schema | None = None, *, where: str = "schema",
+               **constraints: Any) -> None:
+        """Merge `other` and keyword constraints; SpecError (naming the member) on conflict."""
+        staged = copy.deepcopy(self)
+        for item in (other, constraints.pop("schema", None)):
+            if item is not None:
+                staged._merge(Schema.from_json(item, where), where)
+        shape = constraints.pop("shape", None)
+        if shape is not None:
+            staged._set_domain(IndexDomain.make(shape=list(shape)), f"{where}.shape")
+        for name, value in constraints.items():
+            if value is not None:
+                _SETTERS[name](staged, value, f"{where}.{name}")
+        self.__dict__ = staged.__dict__
+
+    def _merge(self, other: Schema, where: str) -> None:
+        if other._rank is not None:
+            self._set_rank(other._rank, f"{where}.rank")
+        if other._dtype is not None:
+            self._set_dtype(other._dtype, f"{where}.dtype")
+        if other._domain is not None:
+            self._set_domain(other._domain, f"{where}.domain")
+        self._set_layout(other._layout, f"{where}.chunk_layout")
+        if other._codec is not None:
+            self._set_codec(other._codec, f"{where}.codec")
+        if other._fill is not None:
+            self._set_fill(other._fill, f"{where}.fill_value")
+        if other._units is not None:
+            self._set_units(other._units, f"{where}.dimension_units")
+
+    def _set_rank(self, rank: Any, where: str) -> None:
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank <= 32:
+            raise SpecError(f"{where}: expected an integer in [0, 32], got {rank!r}")
+        if self._rank is not None and self._rank != rank:
+            raise SpecError(f"{where}: rank {rank} does not match rank {self._rank}")
+        self._rank = rank
+
+    def _set_dtype(self, dtype: Any, where: str) -> None:
+        name = dtype_name(dtype, where)
+        if self._dtype is not None and self._dtype != name:
+            raise SpecError(f"{where}: dtype {name!r} does not match dtype {self._dtype!r}")
+        self._dtype = name
+        if self._fill is not None:
+            self._fill = _cast_fill(self._fill, name, where)
+
+    def _set_domain(self, domain: Any, where: str) -> None:
+        domain = IndexDomain.from_json(domain, where)
+        self._set_rank(domain.rank, where)
+        self._domain = domain if self._domain is None else self._domain.merge(domain, where)
+
+    def _set_layout(self, layout: Any, where: str) -> None:
+        layout = ChunkLayout.from_json(layout.to_json() if isinstance(layout, ChunkLayout)
+                                       else layout)
+        self._layout.update(layout)
+        if self._layout.rank is not None:
+            self._set_rank(self._layout.rank, where)
+
+    def _set_codec(self, codec: Any, where: str) -> None:
+        codec = CodecSpec(codec)
+        self._codec = codec if self._codec is None else self._codec.merge(codec, where)
+
+    def _set_fill(self, value: Any, where: str) -> None:
+        value = np.asarray(value) if self._dtype is None else _cast_fill(value, self._dtype, where)
+        if value.ndim:
+            raise SpecError(f"{where}: the fill value must be a scalar, got shape {value.shape}")
+        if self._fill is not None and not same_fill(self._fill, value):
+            raise SpecError(f"{where}: fill value {value[()]!r} does not match "
+                            f"{self._fill[()]!r}")
+        self._fill = value
+
+    def _set_units(self, units: Any, where: str) -> None:
+        units = parse_units(units, where)
+        self._set_rank(len(units), where)
+        self._units = merge_units(self._units, units, where)
+
+    # -- accessors ---------------------------------------------------------------------------
+    @property
+    def rank(self) -> int | None:
+        return self._rank
+
+    ndim = rank
+
+    @property
+    def dtype(self) -> str | None:
+        """TensorStore's data type name, e.g. "uint16"."""
+        return self._dtype
+
+    @property
+    def domain(self) -> IndexDomain | None:
+        return self._domain
+
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        return None if self._domain is None else self._domain.shape
+
+    @property
+    def chunk_layout(self) -> ChunkLayout:
+        return copy.deepcopy(self._layout)
+
+    @property
+    def codec(self) -> CodecSpec | None:
+        return self._codec
+
+    @property
+    def fill_value(self) -> np.ndarray | None:
+        return self._fill
+
+    @property
+    def dimension_units(self) -> Units | None:
+        return self._units
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        layout = self._layout.to_json()
+        if layout and layout != {"rank": self._rank}:
+            out["chunk_layout"] = layout
+        if self._codec is not None:
+            out["codec"] = self._codec.to_json()
+        if self._units is not None:
+            out["dimension_units"] = units_json(self._units)
+        if self._domain is not None:
+            out["domain"] = self._domain.to_json()
+        if self._dtype is not None:
+            out["dtype"] = self._dtype
+        if self._fill is not None:
+            out["fill_value"] = fill_json(self._fill, self._dtype)
+        if self._rank is not None:
+            out["rank"] = self._rank
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Schema) and self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"Schema({self.to_json()!r})"
+
+
+_SETTERS = {
+    "rank": Schema._set_rank, "dtype": Schema._set_dtype, "domain": Schema._set_domain,
+    "chunk_layout": Schema._set_layout, "codec": Schema._set_codec,
+    "fill_value": Schema._set_fill, "dimension_units": Schema._set_units,
+}
+
+
+def _cast_fill(value: Any, dtype: str, where: str) -> np.ndarray:
+    """A fill value (Python, numpy or Zarr JSON form) as a 0-d array of the data type."""
+    if dtype in _V2_ONLY:
+        return np.asarray(value, dtype=object)
+    data_type = DataType.parse(dtype)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    try:
+        return np.asarray(data_type.cast_fill_value(value, where=where), dtype=data_type.dtype)
+    except (DataTypeError, MetadataError) as exc:
+        raise SpecError(str(exc)) from None
+
+
+def same_fill(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal bits (so NaN matches NaN), after casting to a common dtype when they differ."""
+    if a.dtype != b.dtype:
+        try:
+            b = b.astype(a.dtype)
+        except (TypeError, ValueError):
+            return False
+    if a.dtype.hasobject:
+        return bool(a[()] == b[()])
+    return a.tobytes() == b.tobytes()
+
+
+def fill_json(value: np.ndarray, dtype: str | None) -> Any:
+    if dtype is None or dtype in _V2_ONLY:
+        return value.tolist()
+    data_type = DataType.parse(dtype)
+    return data_type.fill_value_to_json(data_type.cast_fill_value(value[()]))

@@ -1,0 +1,714 @@
+"""Index domains and index transforms, with TensorStore's semantics and JSON forms.
+
+An `IndexDomain` is a box of integer coordinates: per dimension an inclusive lower and an
+exclusive upper bound, each possibly *implicit* (resizable; shown as `[[n]]` in JSON and `n*`
+in text), and a label. An `IndexTransform` maps each point of its input domain to a point of
+the array: every output dimension is a constant, `offset + stride * input[j]`, or an index
+array over the input domain (`index_array`, broadcast with size-1 dimensions).
+
+The operations views offer (translate, label, transpose, numpy-style, outer and vectorized
+indexing) each build a new transform; indexing composes an "inner" transform (new input ->
+old input) with the current one. As in TensorStore, indices are domain coordinates: negative
+integers are not counted from the end, and explicit bounds are checked, implicit ones are not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..errors import SelectionError, SpecError
+
+INF = 2**62 - 1  # TensorStore's largest index; -INF/+INF bounds are infinite
+
+# -- JSON helpers ----------------------------------------------------------------------------
+
+
+def _bound_from_json(value: Any, where: str) -> tuple[int, bool]:
+    """(bound, implicit) from `5`, `[5]` (implicit), "-inf" or "+inf"."""
+    implicit = isinstance(value, list)
+    if implicit:
+        if len(value) != 1:
+            raise SpecError(f"{where}: expected a bound or [bound], got {value!r}")
+        value = value[0]
+    if value in ("-inf", "+inf"):
+        return (-INF if value == "-inf" else INF), implicit
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise SpecError(f"{where}: expected an integer bound, got {value!r}")
+    return int(value), implicit
+
+
+def _bound_to_json(value: int, implicit: bool) -> Any:
+    v: Any = "-inf" if value <= -INF else "+inf" if value >= INF else int(value)
+    return [v] if implicit else v
+
+
+def _int_list(value: Any, rank: int | None, where: str) -> list[Any]:
+    if isinstance(value, str) or not isinstance(value, Sequence | np.ndarray):
+        raise SpecError(f"{where}: expected a list, got {value!r}")
+    value = list(value)
+    if rank is not None and len(value) != rank:
+        raise SpecError(f"{where}: expected {rank} values, got {len(value)}")
+    return value
+
+
+def _trunc_div(a: int, b: int) -> int:
+    """a / b rounded toward zero (C++ integer division, which TensorStore's striding uses)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+# -- IndexDomain -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexDomain:
+    """A box of coordinates with per-bound implicit flags and per-dimension labels."""
+
+    inclusive_min: tuple[int, ...]
+    exclusive_max: tuple[int, ...]
+    implicit_lower_bounds: tuple[bool, ...]
+    implicit_upper_bounds: tuple[bool, ...]
+    labels: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        rank = len(self.inclusive_min)
+        for name in ("exclusive_max", "implicit_lower_bounds", "implicit_upper_bounds",
+                     "labels"):
+            if len(getattr(self, name)) != rank:
+                raise SpecError(f"index domain: {name} does not have rank {rank}")
+        for i, (lo, hi) in enumerate(zip(self.inclusive_min, self.exclusive_max, strict=True)):
+            if hi < lo:
+                raise SpecError(f"index domain: dimension {i} has bounds [{lo}, {hi})")
+        named = [label for label in self.labels if label]
+        if len(named) != len(set(named)):
+            raise SpecError(f"index domain: dimension labels {list(self.labels)} are not unique")
+
+    @classmethod
+    def make(cls, rank: int | None = None, *, inclusive_min: Sequence[int] | None = None,
+             exclusive_max: Sequence[int] | None = None, inclusive_max: Sequence[int] | None = None,
+             shape: Sequence[int] | None = None, labels: Sequence[str | None] | None = None,
+             implicit_lower_bounds: Sequence[bool] | None = None,
+             implicit_upper_bounds: Sequence[bool] | None = None) -> IndexDomain:
+        """TensorStore's `IndexDomain(...)` keywords; unspecified bounds are infinite."""
+        given = [v for v in (inclusive_min, exclusive_max, inclusive_max, shape, labels,
+                             implicit_lower_bounds, implicit_upper_bounds) if v is not None]
+        if rank is None:
+            if not given:
+                raise SpecError("index domain: the rank is not specified")
+            rank = len(given[0])
+        if any(len(v) != rank for v in given):
+            raise SpecError(f"index domain: every member must have {rank} entries")
+        lo = [0] * rank if inclusive_min is None and shape is not None else \
+            list(inclusive_min) if inclusive_min is not None else [-INF] * rank
+        if shape is not None:
+            hi = [a + int(n) for a, n in zip(lo, shape, strict=True)]
+        elif exclusive_max is not None:
+            hi = [int(v) for v in exclusive_max]
+        elif inclusive_max is not None:
+            hi = [int(v) + 1 for v in inclusive_max]
+        else:
+            hi = [INF] * rank
+        lower = implicit_lower_bounds or [inclusive_min is None and shape is None] * rank
+        upper = implicit_upper_bounds or [shape is None and exclusive_max is None
+                                          and inclusive_max is None] * rank
+        return cls(tuple(int(v) for v in lo), tuple(hi), tuple(bool(v) for v in lower),
+                   tuple(bool(v) for v in upper), tuple(label or "" for label in labels or
+                                                        [""] * rank))
+
+    @classmethod
+    def from_shape(cls, shape: Sequence[int], labels: Sequence[str] | None = None,
+                   implicit_upper: bool = True) -> IndexDomain:
+        """[0, shape) with resizable (implicit) upper bounds: an array's own domain."""
+        rank = len(shape)
+        return cls((0,) * rank, tuple(int(s) for s in shape), (False,) * rank,
+                   (implicit_upper,) * rank, tuple(labels or ("",) * rank))
+
+    @classmethod
+    def from_json(cls, json: Any, where: str = "domain") -> IndexDomain:
+        if isinstance(json, IndexDomain):
+            return json
+        if not isinstance(json, dict):
+            raise SpecError(f"{where}: expected an object, got {json!r}")
+        unknown = set(json) - {"rank", "inclusive_min", "exclusive_max", "inclusive_max",
+                               "shape", "labels"}
+        if unknown:
+            raise SpecError(f"{where}: unknown member(s) {sorted(unknown)}")
+        return _domain_from_members(json, "", where)
+
+    def to_json(self, prefix: str = "") -> dict[str, Any]:
+        """TensorStore's JSON (`prefix` "input_" gives a transform's input members)."""
+        out: dict[str, Any] = {}
+        if any(v > -INF or not f for v, f in zip(self.inclusive_min, self.implicit_lower_bounds,
+                                                 strict=True)):
+            out[prefix + "inclusive_min"] = [_bound_to_json(v, f) for v, f in zip(
+                self.inclusive_min, self.implicit_lower_bounds, strict=True)]
+        if any(v < INF or not f for v, f in zip(self.exclusive_max, self.implicit_upper_bounds,
+                                                strict=True)):
+            out[prefix + "exclusive_max"] = [_bound_to_json(v, f) for v, f in zip(
+                self.exclusive_max, self.implicit_upper_bounds, strict=True)]
+        if any(self.labels):
+            out[prefix + "labels"] = list(self.labels)
+        if not out or self.rank == 0:
+            out[prefix + "rank"] = self.rank
+        return out
+
+    # -- properties (TensorStore's names)
+    @property
+    def rank(self) -> int:
+        return len(self.inclusive_min)
+
+    ndim = rank
+
+    @property
+    def origin(self) -> tuple[int, ...]:
+        return self.inclusive_min
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(hi - lo for lo, hi in zip(self.inclusive_min, self.exclusive_max,
+                                               strict=True))
+
+    @property
+    def inclusive_max(self) -> tuple[int, ...]:
+        return tuple(hi - 1 for hi in self.exclusive_max)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __len__(self) -> int:
+        return self.rank
+
+    def __repr__(self) -> str:
+        parts = []
+        for i in range(self.rank):
+            lo, hi = self.inclusive_min[i], self.exclusive_max[i]
+            text = ("(-inf" if lo <= -INF else f"[{lo}") + ("*" if self.implicit_lower_bounds[i]
+                                                             else "")
+            text += ", " + ("+inf" if hi >= INF else str(hi))
+            text += ("*" if self.implicit_upper_bounds[i] else "") + (")")
+            label = self.labels[i]
+            parts.append(f'"{label}": {text}' if label else text)
+        return "{ " + ", ".join(parts) + " }" if parts else "{}"
+
+    def with_labels(self, labels: Sequence[str]) -> IndexDomain:
+        return replace(self, labels=tuple(labels))
+
+    def merge(self, other: IndexDomain, where: str) -> IndexDomain:
+        """The domain satisfying both (equal ranks, bounds and non-empty labels)."""
+        if self.rank != other.rank:
+            raise SpecError(f"{where}: rank {self.rank} does not match rank {other.rank}")
+        for i in range(self.rank):
+            if self.labels[i] and other.labels[i] and self.labels[i] != other.labels[i]:
+                raise SpecError(f"{where}: dimension {i} labels {self.labels[i]!r} and "
+                                f"{other.labels[i]!r} do not match")
+            for name, a, b in (("lower", self.inclusive_min[i], other.inclusive_min[i]),
+                               ("upper", self.exclusive_max[i], other.exclusive_max[i])):
+                if abs(a) < INF and abs(b) < INF and a != b:
+                    raise SpecError(f"{where}: dimension {i} {name} bounds {a} and {b} do "
+                                    "not match")
+        return IndexDomain(
+            tuple(a if abs(a) < INF else b for a, b in zip(self.inclusive_min,
+                                                            other.inclusive_min, strict=True)),
+            tuple(a if abs(a) < INF else b for a, b in zip(self.exclusive_max,
+                                                            other.exclusive_max, strict=True)),
+            tuple(a and b for a, b in zip(self.implicit_lower_bounds,
+                                          other.implicit_lower_bounds, strict=True)),
+            tuple(a and b for a, b in zip(self.implicit_upper_bounds,
+                                          other.implicit_upper_bounds, strict=True)),
+            tuple(a or b for a, b in zip(self.labels, other.labels, strict=True)))
+
+
+def _domain_from_members(json: dict[str, Any], prefix: str, where: str) -> IndexDomain:
+    def get(name: str) -> Any:
+        return json.get(prefix + name)
+
+    rank = get("rank")
+    for name in ("inclusive_min", "exclusive_max", "inclusive_max", "shape", "labels"):
+        if get(name) is not None:
+            rank = len(_int_list(get(name), rank, f"{where}.{prefix}{name}"))
+    if rank is None:
+        raise SpecError(f"{where}: the rank is not specified")
+    lo = [_bound_from_json(v, f"{where}.{prefix}inclusive_min")
+          for v in get("inclusive_min") or (["-inf"] if get("shape") is None else [0]) * rank]
+    if get("inclusive_min") is None:
+        lo = [(v, get("shape") is None) for v, _ in lo]
+    if get("shape") is not None:
+        hi = [_bound_from_json(v, f"{where}.{prefix}shape") for v in get("shape")]
+        hi = [(a + n, f) for (a, _), (n, f) in zip(lo, hi, strict=True)]
+    elif get("exclusive_max") is not None:
+        hi = [_bound_from_json(v, f"{where}.{prefix}exclusive_max") for v in get("exclusive_max")]
+    elif get("inclusive_max") is not None:
+        hi = [(v + 1, f) for v, f in (_bound_from_json(x, f"{where}.{prefix}inclusive_max")
+                                      for x in get("inclusive_max"))]
+    else:
+        hi = [(INF, True)] * rank
+    labels = get("labels") or [""] * rank
+    if not all(isinstance(label, str) for label in labels):
+        raise SpecError(f"{where}.{prefix}labels: expected strings, got {labels!r}")
+    return IndexDomain(tuple(v for v, _ in lo), tuple(v for v, _ in hi),
+                       tuple(f for _, f in lo), tuple(f for _, f in hi), tuple(labels))
+
+
+# -- output index maps ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutputIndexMap:
+    """constant `offset`; `offset + stride * input[input_dimension]`; or an index array.
+
+    An index array has one axis per input dimension (size 1 where it does not vary), position
+    k along an axis meaning input coordinate `inclusive_min + k`; its values are final
+    (offset and stride already applied).
+    """
+
+    offset: int = 0
+    stride: int = 1
+    input_dimension: int | None = None
+    index_array: np.ndarray | None = None
+
+    @property
+    def method(self) -> str:
+        if self.index_array is not None:
+            return "array"
+        return "constant" if self.input_dimension is None else "single_input_dimension"
+
+    def to_json(self) -> dict[str, Any]:
+        if self.index_array is not None:
+            return {"index_array": self.index_array.tolist()}
+        out: dict[str, Any] = {}
+        if self.input_dimension is not None:
+            out["input_dimension"] = self.input_dimension
+            if self.stride != 1:
+                out["stride"] = self.stride
+        if self.offset:
+            out["offset"] = self.offset
+        return out
+
+    @classmethod
+    def from_json(cls, json: Any, rank: int, where: str) -> OutputIndexMap:
+        if not isinstance(json, dict):
+            raise SpecError(f"{where}: expected an object, got {json!r}")
+        unknown = set(json) - {"offset", "stride", "input_dimension", "index_array",
+                               "index_array_bounds"}
+        if unknown:
+            raise SpecError(f"{where}: unknown member(s) {sorted(unknown)}")
+        offset, stride = int(json.get("offset", 0)), int(json.get("stride", 1))
+        if "index_array" in json:
+            array = np.asarray(json["index_array"], dtype=np.int64)
+            if array.ndim != rank:
+                raise SpecError(f"{where}.index_array: must have rank {rank}")
+            return cls(index_array=offset + stride * array)
+        if "input_dimension" in json:
+            dim = json["input_dimension"]
+            if not isinstance(dim, int) or not 0 <= dim < rank:
+                raise SpecError(f"{where}.input_dimension: {dim!r} is not an input dimension")
+            return cls(offset, stride, dim)
+        return cls(offset)
+
+
+def _constant(value: int) -> OutputIndexMap:
+    return OutputIndexMap(int(value))
+
+
+def _array_map(array: np.ndarray) -> OutputIndexMap:
+    """An index array map; a single value becomes a constant, as TensorStore normalizes."""
+    if array.size == 1:
+        return _constant(int(array.reshape(-1)[0]))
+    return OutputIndexMap(index_array=np.asarray(array, dtype=np.int64))
+
+
+# -- IndexTransform ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexTransform:
+    """Input domain -> output (array) coordinates, one map per output dimension."""
+
+    domain: IndexDomain
+    output: tuple[OutputIndexMap, ...]
+
+    @classmethod
+    def identity(cls, domain: IndexDomain) -> IndexTransform:
+        return cls(domain, tuple(OutputIndexMap(0, 1, i) for i in range(domain.rank)))
+
+    @property
+    def input_rank(self) -> int:
+        return self.domain.rank
+
+    @property
+    def output_rank(self) -> int:
+        return len(self.output)
+
+    def is_identity(self) -> bool:
+        return self.output_rank == self.input_rank and all(
+            m.method == "single_input_dimension" and (m.offset, m.stride, m.input_dimension)
+            == (0, 1, i) for i, m in enumerate(self.output))
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.domain.to_json("input_")
+        if not self.is_identity():
+            out["output"] = [m.to_json() for m in self.output]
+        return out
+
+    @classmethod
+    def from_json(cls, json: Any, where: str = "transform") -> IndexTransform:
+        if isinstance(json, IndexTransform):
+            return json
+        if not isinstance(json, dict):
+            raise SpecError(f"{where}: expected an object, got {json!r}")
+        unknown = set(json) - {"input_rank", "input_inclusive_min", "input_exclusive_max",
+                               "input_inclusive_max", "input_shape", "input_labels",
+                               "output_rank", "output"}
+        if unknown:
+            raise SpecError(f"{where}: unknown member(s) {sorted(unknown)}")
+        domain = _domain_from_members(json, "input_", where)
+        if "output" not in json:
+            return cls.identity(domain)
+        maps = _int_list(json["output"], json.get("output_rank"), f"{where}.output")
+        return cls(domain, tuple(OutputIndexMap.from_json(m, domain.rank, f"{where}.output[{i}]")
+                                 for i, m in enumerate(maps)))
+
+    # -- simple operations ------------------------------------------------------------------
+    def translate_by(self, offsets: Any) -> IndexTransform:
+        shift = _per_dim(offsets, self.input_rank, "translate_by")
+        return self._shifted([0 if s is None else int(s) for s in shift])
+
+    def translate_to(self, origins: Any) -> IndexTransform:
+        target = _per_dim(origins, self.input_rank, "translate_to")
+        shift = []
+        for i, t in enumerate(target):
+            lo = self.domain.inclusive_min[i]
+            if t is not None and abs(lo) >= INF:
+                raise SelectionError(f"translate_to: dimension {i} has no finite origin")
+            shift.append(0 if t is None else int(t) - lo)
+        return self._shifted(shift)
+
+    def _shifted(self, shift: list[int]) -> IndexTransform:
+        d = self.domain
+        domain = replace(d, inclusive_min=tuple(_add(v, s) for v, s in zip(
+            d.inclusive_min, shift, strict=True)), exclusive_max=tuple(_add(v, s) for v, s in zip(
+                d.exclusive_max, shift, strict=True)))
+        output = tuple(replace(m, offset=m.offset - m.stride * shift[m.input_dimension])
+                       if m.method == "single_input_dimension" else m for m in self.output)
+        return IndexTransform(domain, output)
+
+    def label(self, labels: Any) -> IndexTransform:
+        labels = [labels] if isinstance(labels, str) else list(labels)
+        if len(labels) != self.input_rank:
+            raise SelectionError(f"label: {len(labels)} labels for {self.input_rank} dimensions")
+        if not all(isinstance(x, str) for x in labels):
+            raise SelectionError(f"label: expected strings, got {labels!r}")
+        try:
+            return IndexTransform(self.domain.with_labels(labels), self.output)
+        except SpecError as exc:
+            raise SelectionError(str(exc)) from None
+
+    def transpose(self, axes: Sequence[int] | None = None) -> IndexTransform:
+        rank = self.input_rank
+        perm = list(reversed(range(rank))) if axes is None else [int(a) for a in axes]
+        if sorted(perm) != list(range(rank)):
+            raise SelectionError(f"transpose: {perm} is not a permutation of {rank} dimensions")
+        d = self.domain
+        domain = IndexDomain(*(tuple(getattr(d, name)[p] for p in perm) for name in (
+            "inclusive_min", "exclusive_max", "implicit_lower_bounds", "implicit_upper_bounds",
+            "labels")))
+        inverse = {old: new for new, old in enumerate(perm)}
+        output = []
+        for m in self.output:
+            if m.method == "single_input_dimension":
+                m = replace(m, input_dimension=inverse[m.input_dimension])
+            elif m.method == "array":
+                m = replace(m, index_array=np.transpose(m.index_array, perm))
+            output.append(m)
+        return IndexTransform(domain, tuple(output))
+
+    # -- indexing ----------------------------------------------------------------------------
+    def index(self, selection: Any, mode: str = "numpy") -> IndexTransform:
+        """Apply a numpy-style ("numpy"), outer ("outer") or vectorized selection."""
+        inner = _selection_transform(self.domain, selection, mode)
+        return self.compose(inner)
+
+    def compose(self, inner: IndexTransform) -> IndexTransform:
+        """This transform applied after `inner` (whose output rank is our input rank)."""
+        coords: list[Any] = [None] * self.input_rank
+        output = []
+        for m in self.output:
+            if m.method == "constant":
+                output.append(m)
+                continue
+            if m.method == "single_input_dimension":
+                output.append(_scale(inner.output[m.input_dimension], m.offset, m.stride))
+                continue
+            output.append(_array_map(_gather(m.index_array, self.domain, inner, coords)))
+        return IndexTransform(inner.domain, tuple(output))
+
+    def output_coordinates(self) -> list[np.ndarray]:
+        """Each output dimension's coordinates over the whole input domain (broadcastable)."""
+        return [_coordinates(m, self.domain) for m in self.output]
+
+
+def _add(value: int, shift: int) -> int:
+    return value if abs(value) >= INF else value + shift
+
+
+def _per_dim(values: Any, rank: int, what: str) -> list[Any]:
+    if values is None or isinstance(values, int | np.integer):
+        return [values] * rank
+    values = list(values)
+    if len(values) != rank:
+        raise SelectionError(f"{what}: {len(values)} values for {rank} dimensions")
+    return values
+
+
+def _scale(m: OutputIndexMap, offset: int, stride: int) -> OutputIndexMap:
+    """`offset + stride * m`."""
+    if m.method == "constant":
+        return _constant(offset + stride * m.offset)
+    if m.method == "single_input_dimension":
+        return OutputIndexMap(offset + stride * m.offset, stride * m.stride, m.input_dimension)
+    return _array_map(offset + stride * m.index_array)
+
+
+def _coordinates(m: OutputIndexMap, domain: IndexDomain) -> np.ndarray:
+    """The map's values over `domain`, shaped to broadcast against it."""
+    rank = domain.rank
+    if m.method == "constant":
+        return np.full((1,) * rank, m.offset, dtype=np.int64)
+    if m.method == "array":
+        return m.index_array
+    j = m.input_dimension
+    lo, n = domain.inclusive_min[j], domain.shape[j]
+    shape = [1] * rank
+    shape[j] = n
+    return (m.offset + m.stride * (lo + np.arange(n, dtype=np.int64))).reshape(shape)
+
+
+def _gather(array: np.ndarray, old: IndexDomain, inner: IndexTransform,
+            cache: list[Any]) -> np.ndarray:
+    """An index array over the old input domain, re-expressed over `inner`'s input domain."""
+    index = []
+    for j, size in enumerate(array.shape):
+        if size == 1:
+            index.append(np.zeros((1,) * inner.input_rank, dtype=np.intp))
+            continue
+        if cache[j] is None:
+            cache[j] = _coordinates(inner.output[j], inner.domain) - old.inclusive_min[j]
+        index.append(cache[j])
+    if not index:
+        return array.reshape((1,) * inner.input_rank)
+    return array[tuple(index)]
+
+
+# -- building the transform of a selection --------------------------------------------------
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
+
+
+def _normalize_terms(selection: Any, rank: int, mode: str) -> list[tuple[str, Any]]:
+    """Terms ("int", v), ("slice", s), ("new", None), ("array", arr, group) covering all dims."""
+    sel = selection if isinstance(selection, tuple) else (selection,)
+    terms: list[tuple[Any, ...]] = []
+    for group, s in enumerate(sel):
+        if s is None:
+            terms.append(("new", None))
+        elif s is Ellipsis:
+            terms.append(("ellipsis", None))
+        elif isinstance(s, slice):
+            terms.append(("slice", s))
+        elif _is_int(s):
+            terms.append(("int", int(s)))
+        else:
+            terms += _array_terms(s, group)
+    if sum(1 for t in terms if t[0] == "ellipsis") > 1:
+        raise SelectionError("an index can only have a single ellipsis ('...')")
+    used = sum(1 for t in terms if t[0] in ("int", "slice", "array"))
+    if used > rank:
+        raise SelectionError(f"too many indices: {used} for {rank} dimensions")
+    fill = [("slice", slice(None))] * (rank - used)
+    at = next((i for i, t in enumerate(terms) if t[0] == "ellipsis"), len(terms))
+    return terms[:at] + fill + terms[at + 1:]  # type: ignore[return-value]
+
+
+def _array_terms(value: Any, group: int) -> list[tuple[Any, ...]]:
+    array = np.asarray(value)
+    if array.dtype == bool:
+        if not array.ndim:
+            raise SelectionError("a 0-d boolean index is not supported")
+        return [("array", a.astype(np.int64), ("mask", group)) for a in np.nonzero(array)]
+    if array.size == 0:
+        array = array.astype(np.int64)
+    if not np.issubdtype(array.dtype, np.integer):
+        raise SelectionError(f"unsupported index {value!r}: expected integers, slices, "
+                             "None, ..., or integer/boolean arrays")
+    if array.ndim == 0:
+        return [("int", int(array))]
+    return [("array", array.astype(np.int64), ("array", group))]
+
+
+def _slice_dim(s: slice, domain: IndexDomain, j: int) -> tuple[tuple[int, int, bool, bool],
+                                                                  int, int]:
+    """((lo, hi, implicit_lo, implicit_hi), offset, stride) of a slice of old dimension j."""
+    lo, hi = domain.inclusive_min[j], domain.exclusive_max[j]
+    ilo, ihi = domain.implicit_lower_bounds[j], domain.implicit_upper_bounds[j]
+    step = 1 if s.step is None else int(s.step)
+    if step == 0:
+        raise SelectionError(f"slice step cannot be zero (dimension {j})")
+    if step > 0:
+        start = lo if s.start is None else int(s.start)
+        stop = hi if s.stop is None else int(s.stop)
+        flags = (s.start is None and ilo, s.stop is None and ihi)
+        count = stop - start
+    else:
+        start = hi - 1 if s.start is None else int(s.start)
+        stop = lo - 1 if s.stop is None else int(s.stop)
+        flags = (s.start is None and ihi, s.stop is None and ilo)
+        count = start - stop
+    if count < 0:
+        raise SelectionError(f"slice {start}:{stop}:{step} of dimension {j} is not a valid "
+                             "interval (stop before start)")
+    first, last = (start, stop - 1) if step > 0 else (stop + 1, start)
+    _check_contained(first, last, domain, j, count)
+    n = -(-count // abs(step))
+    new_lo = _trunc_div(start, step)
+    return (new_lo, new_lo + n, flags[0], flags[1]), start - step * new_lo, step
+
+
+def _check_contained(first: int, last: int, domain: IndexDomain, j: int, count: int) -> None:
+    lo, hi = domain.inclusive_min[j], domain.exclusive_max[j]
+    below = not domain.implicit_lower_bounds[j] and first < lo
+    above = not domain.implicit_upper_bounds[j] and last >= hi
+    if count and (below or above):
+        raise SelectionError(f"slice [{first}, {last + 1}) is not contained within the domain "
+                             f"[{lo}, {hi}) of dimension {j}")
+
+
+def _check_index(values: np.ndarray | int, domain: IndexDomain, j: int) -> None:
+    lo, hi = domain.inclusive_min[j], domain.exclusive_max[j]
+    arr = np.asarray(values)
+    if not arr.size:
+        return
+    low, high = int(arr.min()), int(arr.max())
+    if (not domain.implicit_lower_bounds[j] and low < lo) or \
+            (not domain.implicit_upper_bounds[j] and high >= hi):
+        bad = low if low < lo else high
+        raise SelectionError(f"index {bad} is outside the domain [{lo}, {hi}) of dimension {j}")
+
+
+class _Builder:
+    """Accumulates the new input dimensions and the maps of the old ones."""
+
+    def __init__(self) -> None:
+        self.dims: list[tuple[int, int, bool, bool, str]] = []
+        self.maps: list[Any] = []  # per old dim: ("const", v) | ("single", off, stride, k)
+        #                                         | ("array", arr, first_new_dim)
+
+    def new_dim(self, lo: int, hi: int, ilo: bool, ihi: bool, label: str) -> int:
+        self.dims.append((lo, hi, ilo, ihi, label))
+        return len(self.dims) - 1
+
+    def transform(self) -> IndexTransform:
+        rank = len(self.dims)
+        domain = IndexDomain(*(tuple(d[i] for d in self.dims) for i in range(5)))
+        output = []
+        for m in self.maps:
+            if m[0] == "const":
+                output.append(_constant(m[1]))
+            elif m[0] == "single":
+                output.append(OutputIndexMap(m[1], m[2], m[3]))
+            else:
+                array, first = m[1], m[2]
+                shape = [1] * rank
+                shape[first:first + array.ndim] = array.shape
+                output.append(_array_map(array.reshape(shape)))
+        return IndexTransform(domain, tuple(output))
+
+
+def _selection_transform(domain: IndexDomain, selection: Any, mode: str) -> IndexTransform:
+    terms = _normalize_terms(selection, domain.rank, mode)
+    arrays = [t for t in terms if t[0] == "array"]
+    if mode == "outer":
+        return _outer(domain, terms)
+    broadcast = _broadcast([t[1] for t in arrays])
+    positions = [i for i, t in enumerate(terms) if t[0] == "array"]
+    adjacent = bool(positions) and positions[-1] - positions[0] + 1 == len(positions)
+    front = mode == "vectorized" or not adjacent
+    return _numpy_like(domain, terms, broadcast, front)
+
+
+def _broadcast(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    try:
+        return list(np.broadcast_arrays(*arrays)) if arrays else []
+    except ValueError as exc:
+        raise SelectionError(f"index arrays do not broadcast together: {exc}") from None
+
+
+def _numpy_like(domain: IndexDomain, terms: list[tuple[Any, ...]], broadcast: list[np.ndarray],
+                front: bool) -> IndexTransform:
+    b = _Builder()
+    shape = broadcast[0].shape if broadcast else ()
+    first = None
+
+    def place_arrays() -> int:
+        start = len(b.dims)
+        for n in shape:
+            b.new_dim(0, n, False, False, "")
+        return start
+
+    if broadcast and front:
+        first = place_arrays()
+    old, k = 0, 0
+    for term in terms:
+        kind = term[0]
+        if kind == "new":
+            b.new_dim(0, 1, True, True, "")
+            continue
+        if kind == "array":
+            if first is None:
+                first = place_arrays()
+            _check_index(broadcast[k], domain, old)
+            b.maps.append(("array", broadcast[k], first))
+            k += 1
+        else:
+            _basic_term(b, term, domain, old)
+        old += 1
+    return b.transform()
+
+
+def _basic_term(b: _Builder, term: tuple[Any, ...], domain: IndexDomain, old: int) -> None:
+    if term[0] == "int":
+        _check_index(term[1], domain, old)
+        b.maps.append(("const", term[1]))
+        return
+    (lo, hi, ilo, ihi), offset, stride = _slice_dim(term[1], domain, old)
+    k = b.new_dim(lo, hi, ilo, ihi, domain.labels[old])
+    b.maps.append(("single", offset, stride, k))
+
+
+def _outer(domain: IndexDomain, terms: list[tuple[Any, ...]]) -> IndexTransform:
+    b = _Builder()
+    old = 0
+    placed: dict[Any, int] = {}
+    for term in terms:
+        if term[0] == "new":
+            b.new_dim(0, 1, True, True, "")
+            continue
+        if term[0] == "array":
+            array, group = term[1], term[2]
+            if group not in placed:  # a boolean mask's index arrays share one new dimension
+                placed[group] = len(b.dims)
+                for n in array.shape:
+                    b.new_dim(0, n, False, False, "")
+            _check_index(array, domain, old)
+            b.maps.append(("array", array, placed[group]))
+        else:
+            _basic_term(b, term, domain, old)
+        old += 1
+    return b.transform()

@@ -1,0 +1,471 @@
+"""The zarr3 driver's metadata logic: constraints, new metadata, checks, derived schema.
+
+`MetadataConstraints` is a spec's `metadata` member (every member optional). `new_metadata`
+combines it with a `Schema` into the complete zarr.json TensorStore would write;
+`check_existing` tells whether a stored array satisfies them; `schema_of` and friends describe
+a stored array the way TensorStore's `schema`, `chunk_layout`, `domain` and `dimension_units`
+do.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataTypeError, MetadataError, SpecError
+from ..metadata.chunk_key_encoding import ChunkKeyEncoding
+from ..metadata.data_type import DataType
+from .chunk_layout import ChunkLayout, choose_chunk_shapes
+from .codec_spec import (
+    ChainSpec,
+    inner_order,
+    merge,
+    parse_chain,
+    read_chunk_shape,
+    resolve,
+    with_inner_order,
+    with_sharding,
+)
+from .schema import CodecSpec, Schema, fill_json, same_fill
+from .transform import INF, IndexDomain
+from .units import UNITS_ATTRIBUTE, Units, merge_units, parse_units, stored_units
+
+_MEMBERS = ("zarr_format", "node_type", "shape", "data_type", "chunk_grid",
+            "chunk_key_encoding", "fill_value", "codecs", "attributes", "dimension_names",
+            "storage_transformers")
+
+
+@dataclass
+class MetadataConstraints:
+    """The members a spec's `metadata` gives, parsed (None: not given)."""
+
+    shape: tuple[int, ...] | None = None
+    data_type: DataType | None = None
+    chunk_shape: tuple[int, ...] | None = None
+    chunk_key_encoding: dict[str, Any] | None = None
+    fill_value: np.ndarray | None = None
+    codecs: ChainSpec | None = None
+    attributes: dict[str, Any] | None = None
+    dimension_names: list[str | None] | None = None
+    json: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, json: Any, where: str = "metadata") -> MetadataConstraints:
+        if json is None:
+            return cls()
+        if not isinstance(json, dict):
+            raise SpecError(f"{where}: expected an object, got {json!r}")
+        for name, value in json.items():
+            if name not in _MEMBERS and not (isinstance(value, dict)
+                                             and value.get("must_understand") is False):
+                raise SpecError(f"{where}.{name}: unsupported metadata member (not marked "
+                                "\"must_understand\": false)")
+        c = cls(json=copy.deepcopy(json))
+        _parse_header(json, where)
+        c.shape = _int_list(json, "shape", where, low=0)
+        c.data_type = _data_type(json, where)
+        c.chunk_shape = _chunk_grid(json.get("chunk_grid"), where)
+        c.chunk_key_encoding = _key_encoding(json.get("chunk_key_encoding"), where)
+        c.fill_value = _fill(json, c.data_type, where)
+        c.codecs = None if "codecs" not in json else parse_chain(json["codecs"],
+                                                                f"{where}.codecs")
+        c.attributes = _attributes(json.get("attributes"), where)
+        c.dimension_names = _names(json.get("dimension_names"), where)
+        c.rank()  # checks that the members agree on the rank
+        return c
+
+    def rank(self) -> int | None:
+        ranks = {len(v) for v in (self.shape, self.chunk_shape, self.dimension_names)
+                 if v is not None}
+        if len(ranks) > 1:
+            raise SpecError(f"metadata: shape, chunk_grid and dimension_names disagree on the "
+                            f"rank ({sorted(ranks)})")
+        return ranks.pop() if ranks else None
+
+
+def _parse_header(json: dict[str, Any], where: str) -> None:
+    if json.get("zarr_format", 3) != 3:
+        raise SpecError(f"{where}.zarr_format: expected 3, got {json['zarr_format']!r}")
+    if json.get("node_type", "array") != "array":
+        raise SpecError(f"{where}.node_type: expected \"array\", got {json['node_type']!r}")
+    if json.get("storage_transformers", []) != []:
+        raise SpecError(f"{where}.storage_transformers: not supported")
+
+
+def _int_list(json: dict[str, Any], name: str, where: str, low: int) -> tuple[int, ...] | None:
+    value = json.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= low for v in value):
+        raise SpecError(f"{where}.{name}: expected a list of integers >= {low}, got {value!r}")
+    return tuple(value)
+
+
+def _data_type(json: dict[str, Any], where: str) -> DataType | None:
+    if "data_type" not in json:
+        return None
+    try:
+        return DataType.from_json(json["data_type"], where=f"{where}.data_type")
+    except (DataTypeError, MetadataError) as exc:
+        raise SpecError(str(exc)) from None
+
+
+def _chunk_grid(value: Any, where: str) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    at = f"{where}.chunk_grid"
+    if not isinstance(value, dict) or set(value) - {"name", "configuration"}:
+        raise SpecError(f"{at}: expected {{\"name\": \"regular\", \"configuration\": ...}}")
+    if value.get("name", "regular") != "regular":
+        raise SpecError(f"{at}.name: only \"regular\" chunk grids are supported")
+    config = value.get("configuration", {})
+    if not isinstance(config, dict) or set(config) - {"chunk_shape"}:
+        raise SpecError(f"{at}.configuration: expected {{\"chunk_shape\": [...]}}")
+    return _int_list(config, "chunk_shape", f"{at}.configuration", low=1)
+
+
+def _key_encoding(value: Any, where: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        ChunkKeyEncoding.from_json(value, where=f"{where}.chunk_key_encoding")
+    except MetadataError as exc:
+        raise SpecError(str(exc)) from None
+    return copy.deepcopy(value)
+
+
+def _fill(json: dict[str, Any], data_type: DataType | None, where: str) -> np.ndarray | None:
+    if "fill_value" not in json:
+        return None
+    if data_type is None:
+        raise SpecError(f"{where}.fill_value: must be given together with data_type")
+    try:
+        value = data_type.parse_fill_value(json["fill_value"], where=f"{where}.fill_value")
+    except (DataTypeError, MetadataError) as exc:
+        raise SpecError(str(exc)) from None
+    return np.asarray(value, dtype=data_type.dtype)
+
+
+def _attributes(value: Any, where: str) -> dict[str, Any] | None:
+    if value is not None and not isinstance(value, dict):
+        raise SpecError(f"{where}.attributes: expected an object, got {value!r}")
+    return None if value is None else copy.deepcopy(value)
+
+
+def _names(value: Any, where: str) -> list[str | None] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(v is None or isinstance(v, str) for v in value):
+        raise SpecError(f"{where}.dimension_names: expected a list of strings or nulls")
+    return list(value)
+
+
+# -- creating -------------------------------------------------------------------------------
+
+
+def _merged_dtype(c: MetadataConstraints, schema: Schema) -> DataType:
+    if c.data_type is not None and schema.dtype is not None and \
+            c.data_type.to_json() != schema.dtype:
+        raise SpecError(f"metadata.data_type {c.data_type.to_json()!r} does not match dtype "
+                        f"{schema.dtype!r}")
+    if c.data_type is not None:
+        return c.data_type
+    if schema.dtype is None:
+        raise SpecError("dtype: must be specified (dtype, schema.dtype or metadata.data_type) "
+                        "to create an array")
+    try:
+        return DataType.from_json(schema.dtype)
+    except (DataTypeError, MetadataError) as exc:
+        raise SpecError(f"dtype: {exc}") from None
+
+
+def _merged_shape(c: MetadataConstraints, schema: Schema) -> tuple[tuple[int, ...], list[str]]:
+    """The shape and the domain's labels; the domain must start at 0 where it is bounded."""
+    domain = schema.domain
+    shape = c.shape
+    labels: list[str] = []
+    if domain is not None:
+        if any(lo != 0 and lo > -INF for lo in domain.inclusive_min):
+            raise SpecError(f"domain: zarr3 arrays have a zero origin; got inclusive_min "
+                            f"{list(domain.inclusive_min)}")
+        bounded = all(hi < INF for hi in domain.exclusive_max)
+        if shape is not None:
+            for i, (s, hi) in enumerate(zip(shape, domain.exclusive_max, strict=True)):
+                if hi < INF and hi != s:
+                    raise SpecError(f"metadata.shape {list(shape)} does not match the domain's "
+                                    f"exclusive_max {list(domain.exclusive_max)} (dimension {i})")
+        elif bounded:
+            shape = domain.exclusive_max
+        labels = list(domain.labels)
+    if shape is None:
+        raise SpecError("shape: must be specified (shape, domain, schema.domain or "
+                        "metadata.shape) to create an array")
+    if schema.rank is not None and schema.rank != len(shape):
+        raise SpecError(f"rank {schema.rank} does not match metadata.shape {list(shape)}")
+    return tuple(shape), labels
+
+
+def _dimension_names(c: MetadataConstraints, labels: list[str]) -> list[str | None] | None:
+    names = c.dimension_names
+    if names is None:
+        return labels if any(labels) else None
+    for i, (name, label) in enumerate(zip(names, labels, strict=False)):
+        if label and (name or "") != label:
+            raise SpecError(f"metadata.dimension_names[{i}] {name!r} does not match domain "
+                            f"label {label!r}")
+    return names
+
+
+def _merged_fill(c: MetadataConstraints, schema: Schema, data_type: DataType) -> Any:
+    fill = c.fill_value
+    if schema.fill_value is not None:
+        wanted = np.asarray(data_type.cast_fill_value(schema.fill_value[()]),
+                            dtype=data_type.dtype)
+        if fill is not None and not same_fill(fill, wanted):
+            raise SpecError(f"metadata.fill_value {fill[()]!r} does not match fill_value "
+                            f"{wanted[()]!r}")
+        fill = wanted
+    value = data_type.default_fill_value() if fill is None else fill[()]
+    return data_type.fill_value_to_json(value)
+
+
+def _merged_attributes(c: MetadataConstraints, schema: Schema, rank: int) -> dict[str, Any]:
+    attributes = dict(c.attributes or {})
+    units = schema.dimension_units
+    if units is not None and len(units) != rank:
+        raise SpecError(f"dimension_units: {len(units)} units for rank {rank}")
+    if UNITS_ATTRIBUTE in attributes:
+        stored = parse_units(attributes[UNITS_ATTRIBUTE], f"metadata.attributes.{UNITS_ATTRIBUTE}")
+        units = merge_units(stored, units, "dimension_units")
+    if units is not None:
+        value = stored_units(units)
+        if value is None:
+            attributes.pop(UNITS_ATTRIBUTE, None)
+        else:
+            attributes[UNITS_ATTRIBUTE] = value
+    return attributes
+
+
+def _chain_constraints(c: MetadataConstraints, layout: ChunkLayout,
+                       rank: int) -> tuple[ChunkLayout, bool]:
+    """The layout with the read chunk shape the metadata's sharding codec fixes, and whether
+    a sharding codec may separate read and write chunks (not when the codecs have none)."""
+    chain = c.codecs
+    if chain is None:
+        return layout, True
+    if chain.sharding is None:
+        return layout, False
+    read = read_chunk_shape(chain, (1,) * rank, "metadata.codecs")
+    if read is not None:
+        try:
+            layout.update(read_chunk_shape=list(read))
+        except SpecError as exc:
+            raise SpecError(f"metadata.codecs: the sharding chunk_shape {list(read)} conflicts "
+                            f"with chunk_layout: {exc}") from None
+    return layout, True
+
+
+def _choose_codecs(c: MetadataConstraints, schema: Schema, data_type: DataType,
+                   shape: tuple[int, ...]) -> tuple[tuple[int, ...], list[dict[str, Any]]]:
+    rank = len(shape)
+    layout, sharding = _chain_constraints(c, schema.chunk_layout, rank)
+    read, write = choose_chunk_shapes(shape, layout, metadata_chunk_shape=c.chunk_shape,
+                                      sharding=sharding, dtype_size=data_type.item_size)
+    chain = c.codecs
+    if (chain is None and read != write) or (chain is not None and chain.sharding is not None):
+        chain = with_sharding(chain, read)
+    codec = schema.codec
+    if codec is not None:
+        if codec.driver != "zarr3":
+            raise SpecError(f"codec.driver: {codec.driver!r} cannot describe a zarr3 array")
+        chain = merge(chain, codec.chain, "codec.codecs", strict=False, rank=rank)
+    order = layout.inner_order or layout.inner_order_soft_constraint
+    if order is not None and len(order) == rank:
+        chain = with_inner_order(chain, order, rank, "metadata.codecs")
+    return write, resolve(chain, data_type.item_size, write)
+
+
+def new_metadata(c: MetadataConstraints, schema: Schema) -> dict[str, Any]:
+    """The complete zarr.json document for a new array (TensorStore's choices)."""
+    data_type = _merged_dtype(c, schema)
+    shape, labels = _merged_shape(c, schema)
+    write, codecs = _choose_codecs(c, schema, data_type, shape)
+    doc: dict[str, Any] = {
+        "zarr_format": 3, "node_type": "array", "shape": list(shape),
+        "data_type": data_type.to_json(),
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(write)}},
+        "chunk_key_encoding": c.chunk_key_encoding or {"name": "default"},
+        "fill_value": _merged_fill(c, schema, data_type),
+        "codecs": codecs,
+    }
+    attributes = _merged_attributes(c, schema, len(shape))
+    if attributes:
+        doc["attributes"] = attributes
+    names = _dimension_names(c, labels)
+    if names is not None:
+        doc["dimension_names"] = names
+    doc.update({k: v for k, v in c.json.items() if k not in _MEMBERS})  # must_understand: false
+    return doc
+
+
+# -- describing a stored array --------------------------------------------------------------
+
+
+def is_v3(md: Any) -> bool:
+    return getattr(md, "zarr_format", 3) == 3
+
+
+def dimension_labels(md: Any) -> tuple[str, ...]:
+    """Labels from dimension_names; all empty if they are not valid labels (repeated names)."""
+    names = [n or "" for n in (md.dimension_names or ())] if is_v3(md) else []
+    rank = len(md.shape)
+    named = [n for n in names if n]
+    if len(names) != rank or len(named) != len(set(named)):
+        return ("",) * rank
+    return tuple(names)
+
+
+def domain_of(md: Any) -> IndexDomain:
+    return IndexDomain.from_shape(md.shape, dimension_labels(md))
+
+
+def units_of(md: Any) -> Units | None:
+    value = md.attributes.get(UNITS_ATTRIBUTE) if is_v3(md) else None
+    if value is None:
+        return None
+    try:
+        units = parse_units(value)
+    except SpecError:
+        return None  # not TensorStore's form: an ordinary attribute
+    return units if len(units) == len(md.shape) else None
+
+
+def codec_chain_of(md: Any) -> ChainSpec:
+    return parse_chain([c.to_json() for c in md.codecs], "stored codecs")
+
+
+def chunk_layout_of(md: Any) -> ChunkLayout:
+    """grid origin 0, inner order from the transposes, write chunk = grid, read = innermost."""
+    rank = len(md.shape)
+    if is_v3(md):
+        chain = codec_chain_of(md)
+        write = md.chunk_shape
+        read = read_chunk_shape(chain, write) or write
+        order = inner_order(chain, rank)
+    else:
+        write = read = md.chunks
+        order = tuple(range(rank)) if md.order == "C" else tuple(reversed(range(rank)))
+    return ChunkLayout(rank=rank, grid_origin=[0] * rank, inner_order=list(order),
+                       read_chunk_shape=list(read), write_chunk_shape=list(write))
+
+
+def codec_of(md: Any) -> CodecSpec:
+    if is_v3(md):
+        return CodecSpec({"driver": "zarr3", "codecs": [c.to_json() for c in md.codecs]})
+    return CodecSpec({"driver": "zarr", "compressor": md.compressor, "filters": md.filters})
+
+
+def dtype_of(md: Any) -> str:
+    if is_v3(md):
+        name = md.data_type.to_json()
+        return name if isinstance(name, str) else str(md.dtype)
+    try:
+        return DataType.from_numpy(md.dtype).to_json()
+    except (DataTypeError, MetadataError):
+        return str(md.dtype)
+
+
+def schema_of(md: Any) -> Schema:
+    schema = Schema(dtype=dtype_of(md), domain=domain_of(md), chunk_layout=chunk_layout_of(md),
+                    codec=codec_of(md), dimension_units=units_of(md))
+    fill = md.fill_value if is_v3(md) else md.effective_fill_value
+    if fill is not None and not np.asarray(fill).dtype.hasobject:
+        schema.update(fill_value=np.asarray(fill))
+    return schema
+
+
+def fill_value_json(md: Any) -> Any:
+    return fill_json(np.asarray(md.fill_value), dtype_of(md))
+
+
+# -- checking a stored array against constraints ----------------------------------------------
+
+
+def _expect(name: str, wanted: Any, found: Any) -> None:
+    if wanted is not None and wanted != found:
+        raise SpecError(f"metadata.{name}: expected {wanted!r} but the stored array has "
+                        f"{found!r}")
+
+
+def _check_metadata(md: Any, c: MetadataConstraints) -> None:
+    _expect("shape", c.shape and list(c.shape), list(md.shape))
+    _expect("data_type", c.data_type and c.data_type.to_json(), md.data_type.to_json())
+    _expect("chunk_grid.configuration.chunk_shape", c.chunk_shape and list(c.chunk_shape),
+            list(md.chunk_shape))
+    if c.chunk_key_encoding is not None:
+        wanted = ChunkKeyEncoding.from_json(c.chunk_key_encoding)
+        if wanted != md.chunk_key_encoding:
+            raise SpecError(f"metadata.chunk_key_encoding: expected {c.chunk_key_encoding!r} but "
+                            f"the stored array has {md.chunk_key_encoding.to_json()!r}")
+    if c.fill_value is not None and not same_fill(c.fill_value, np.asarray(md.fill_value)):
+        raise SpecError(f"metadata.fill_value: expected {c.fill_value[()]!r} but the stored "
+                        f"array has {md.fill_value!r}")
+    _expect("dimension_names", c.dimension_names,
+            None if md.dimension_names is None else list(md.dimension_names))
+    for key, value in (c.attributes or {}).items():
+        if md.attributes.get(key, _ABSENT) != value:
+            raise SpecError(f"metadata.attributes.{key}: expected {value!r} but the stored "
+                            f"array has {md.attributes.get(key, '<absent>')!r}")
+    if c.codecs is not None:
+        merge(codec_chain_of(md), c.codecs, "metadata.codecs", rank=len(md.shape))
+
+
+_ABSENT = object()
+
+
+def _check_layout(md: Any, layout: ChunkLayout) -> None:
+    actual = chunk_layout_of(md)
+    try:
+        actual.update(ChunkLayout.from_json(_hard_only(layout.to_json())))
+    except SpecError as exc:
+        raise SpecError(f"chunk_layout: does not match the stored array's layout "
+                        f"{actual.to_json()}: {exc}") from None
+
+
+def _hard_only(json: dict[str, Any]) -> dict[str, Any]:
+    """Soft constraints are ignored when opening an existing array."""
+    out = {}
+    for key, value in json.items():
+        if key.endswith("_soft_constraint"):
+            continue
+        out[key] = _hard_only(value) if isinstance(value, dict) else value
+    return out
+
+
+def check_existing(md: Any, c: MetadataConstraints, schema: Schema) -> None:
+    """SpecError naming the member when the stored array does not satisfy the constraints."""
+    rank = len(md.shape)
+    if is_v3(md):
+        _check_metadata(md, c)
+    if schema.rank is not None and schema.rank != rank:
+        raise SpecError(f"rank: {schema.rank} does not match the stored array's rank {rank}")
+    if schema.dtype is not None and schema.dtype != dtype_of(md):
+        raise SpecError(f"dtype: {schema.dtype!r} does not match the stored array's data type "
+                        f"{dtype_of(md)!r}")
+    if schema.domain is not None:
+        schema.domain.merge(domain_of(md), "domain (against the stored array)")
+    _check_layout(md, schema.chunk_layout)
+    if schema.codec is not None:
+        codec_of(md).merge(schema.codec, "codec (against the stored array)")
+    if schema.fill_value is not None:
+        stored = np.asarray(md.fill_value if is_v3(md) else md.effective_fill_value)
+        if not same_fill(stored, schema.fill_value):
+            raise SpecError(f"fill_value: {schema.fill_value[()]!r} does not match the stored "
+                            f"array's fill value {stored[()]!r}")
+    if schema.dimension_units is not None:
+        merge_units(units_of(md) or (None,) * rank, schema.dimension_units,
+                    "dimension_units (against the stored array)")

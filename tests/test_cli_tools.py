@@ -1,0 +1,128 @@
+"""The command line (info, tree, copy, verify, demo with --json) and notebook HTML reprs."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import zarrkit
+from zarrkit.cli import main
+
+CRC_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture
+def hierarchy(tmp_path):
+    root = str(tmp_path / "h.zarr")
+    g = zarrkit.open_group(root, mode="w", attributes={"title": "t"})
+    a = g.create_array("image", shape=(64, 48), dtype="uint16", chunks=(8, 8), shards=(32, 24),
+                       dimension_names=["y", "x"])
+    a[...] = np.arange(64 * 48, dtype="uint16").reshape(64, 48)
+    b = g.create_group("sub").create_array("plain", shape=(20,), dtype="f8", chunks=(5,),
+                                           codecs=CRC_CODECS)
+    b[...] = np.linspace(0, 1, 20)
+    return root
+
+
+def test_info_json_reports_storage(capsys, hierarchy):
+    status, out, _ = run(capsys, "info", f"{hierarchy}/image", "--json")
+    info = json.loads(out)["info"]
+    assert status == 0 and info["shape"] == [64, 48] and info["shards"] == [32, 24]
+    assert info["chunks"] == [8, 8] and info["dtype"] == "uint16"
+    assert info["nbytes"] == 64 * 48 * 2 and info["nbytes_stored"] > 0
+    assert info["compression_ratio"] == pytest.approx(info["nbytes"] / info["nbytes_stored"],
+                                                      rel=1e-3)
+    assert info["codecs"][0]["name"] == "sharding_indexed"
+    status, out, _ = run(capsys, "info", hierarchy)
+    assert "Arrays" in out and "image" in out and "sub" in out
+    status, out, _ = run(capsys, "info", f"{hierarchy}/image")
+    assert "Shard shape" in out and "Storage ratio" in out
+
+
+def test_tree_json(capsys, hierarchy):
+    status, out, _ = run(capsys, "tree", hierarchy, "--json")
+    tree = json.loads(out)
+    assert tree["members"]["sub"]["members"]["plain"]["shape"] == [20]
+
+
+def test_copy_reshards_with_progress_and_json(capsys, hierarchy, tmp_path):
+    dst = str(tmp_path / "copy.zarr")
+    status, out, err = run(capsys, "copy", f"{hierarchy}/image", dst, "--shards", "64,48",
+                           "--chunks", "16,16")
+    assert status == 0 and "MB/s" in err and "copied 1 array(s)" in out
+    copy = zarrkit.open(dst, mode="r")
+    assert copy.shards == (64, 48) and copy.chunks == (16, 16)
+    np.testing.assert_array_equal(copy[...],
+                                  zarrkit.open(hierarchy, mode="r")["image"][...])
+    status, out, _ = run(capsys, "copy", hierarchy, str(tmp_path / "whole.zarr"), "--quiet")
+    assert status == 0 and sorted(zarrkit.open(str(tmp_path / "whole.zarr"), mode="r")) == [
+        "image", "sub"]
+    status, out, _ = run(capsys, "copy", hierarchy + "/sub", str(tmp_path / "v2.zarr"),
+                         "--zarr-format", "2", "--json")
+    report = json.loads(out)
+    assert report["zarr_format"] == 2 and report["arrays"] == 1 and report["bytes"] == 160
+    assert zarrkit.open(str(tmp_path / "v2.zarr"), mode="r")["plain"].zarr_format == 2
+
+
+def _flip_byte(path: str, offset: int = 0) -> None:
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0xFF]))
+
+
+def test_verify_clean_and_damaged(capsys, hierarchy):
+    status, out, _ = run(capsys, "verify", hierarchy)
+    assert status == 0 and out.strip().splitlines()[-1].startswith("OK")
+    _flip_byte(os.path.join(hierarchy, "sub", "plain", "c", "2"), 3)
+    _flip_byte(os.path.join(hierarchy, "image", "c", "1", "1"), 10)
+    status, out, _ = run(capsys, "verify", hierarchy, "--json")
+    report = json.loads(out)
+    assert status == 1 and not report["ok"]
+    keys = sorted(d["key"] for d in report["damaged"])
+    assert keys == ["image/c/1/1", "sub/plain/c/2"]
+    assert any("Checksum" in d["error"] or "checksum" in d["error"] for d in report["damaged"])
+    status, out, _ = run(capsys, "verify", hierarchy)
+    assert status == 1 and "DAMAGED sub/plain/c/2" in out
+
+
+def test_verify_reports_unreadable_metadata(capsys, hierarchy):
+    with open(os.path.join(hierarchy, "sub", "plain", "zarr.json"), "w") as f:
+        f.write("{not json")
+    status, out, _ = run(capsys, "verify", hierarchy, "--json")
+    report = json.loads(out)
+    assert status == 1 and report["metadata_errors"][0]["key"] == "sub/plain"
+
+
+def test_errors_are_reported_not_raised(capsys, tmp_path):
+    status, _, err = run(capsys, "info", str(tmp_path / "nothing.zarr"))
+    assert status == 2 and "no " in err and "array or group" in err
+    status, _, err = run(capsys, "info", "nosuch://x/y")
+    assert status == 2 and "unknown URL scheme" in err
+    status, _, err = run(capsys, "info", "x.zarr", "--storage-options", "[1]")
+    assert status == 2 and "JSON object" in err
+
+
+def test_demo_json(capsys, tmp_path):
+    status, out, _ = run(capsys, "demo", str(tmp_path / "demo.zarr"), "--json")
+    report = json.loads(out)
+    assert status == 0 and report["values_match"] and report["array"]["shards"] == [1024, 1024]
+
+
+def test_html_reprs(hierarchy):
+    g = zarrkit.open_group(hierarchy, mode="r")
+    page = g._repr_html_()
+    assert "image" in page and "plain" in page and "(64, 48)" in page
+    table = g["image"]._repr_html_()
+    for text in ("Shards", "(32, 24)", "uint16", "sharding_indexed", "ratio", "y, x"):
+        assert text in table

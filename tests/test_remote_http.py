@@ -1,0 +1,116 @@
+"""Reading over HTTP from a real server on loopback that honours Range requests."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("obstore")
+
+from _loopback import http_server  # noqa: E402
+
+import zarrkit  # noqa: E402
+from zarrkit.errors import (  # noqa: E402
+    CredentialsError,
+    NodeNotFoundError,
+    NotSupportedError,
+    PermissionDeniedError,
+    ReadOnlyError,
+    StoreError,
+)
+
+DATA = np.arange(64 * 64, dtype="uint16").reshape(64, 64)
+
+
+def _consolidate(path: str) -> None:
+    import zarr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "not part of the v3 specification"
+        zarr.consolidate_metadata(path)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("www")
+    for top in ("", "flaky/", "broken/", "forbidden/"):
+        g = zarrkit.open_group(str(root / f"{top}tree.zarr"), mode="w",
+                               attributes={"title": "served"})
+        a = g.create_array("image", shape=DATA.shape, dtype="uint16", chunks=(8, 8),
+                           shards=(32, 32), dimension_names=["y", "x"])
+        a[...] = DATA
+        g.create_group("empty").create_array("z", shape=(3,), dtype="f4", chunks=(3,))
+    zarrkit.create(str(root / "plain.zarr"), shape=(10,), dtype="i8", chunks=(4,))[...] = \
+        np.arange(10)
+    _consolidate(str(root / "tree.zarr"))
+    with http_server(str(root), flaky_failures=2) as srv:
+        yield srv
+
+
+def test_read_array_by_url(server):
+    a = zarrkit.open(f"{server.url}/tree.zarr/image", mode="r")
+    np.testing.assert_array_equal(a[...], DATA)
+    before = server.requests
+    np.testing.assert_array_equal(a[3:5, 40:42], DATA[3:5, 40:42])
+    # one inner chunk: the shard index (a suffix range) and one coalesced range request
+    assert server.requests - before == 2
+    np.testing.assert_array_equal(zarrkit.open(f"{server.url}/plain.zarr", mode="r")[...],
+                                  np.arange(10))
+
+
+def test_consolidated_metadata_lists_the_hierarchy(server):
+    g = zarrkit.open_group(f"{server.url}/tree.zarr", mode="r")
+    assert sorted(g) == ["empty", "image"]
+    before = server.requests
+    assert g["empty/z"].shape == (3,) and g["image"].dimension_names == ("y", "x")
+    assert server.requests == before  # members come from the consolidated document
+    assert "z" in g.tree() and g.attrs["title"] == "served"
+
+
+def test_without_consolidated_metadata_listing_is_refused_clearly(server):
+    g = zarrkit.open_group(f"{server.url}/flaky/tree.zarr", mode="r")
+    with pytest.raises(NotSupportedError, match="plain HTTP server has no listing"):
+        list(g)
+    assert g["image"].shape == DATA.shape  # members by name still work
+
+
+def test_transient_errors_are_retried(server):
+    a = zarrkit.open(f"{server.url}/flaky/tree.zarr/image", mode="r")
+    np.testing.assert_array_equal(a[...], DATA)
+    assert any(v > 2 for v in server.attempts.values())
+
+
+def test_persistent_errors_name_the_key_after_bounded_retries(server):
+    with pytest.raises(StoreError, match=r"cannot read '[.a-z]+' in http://.*/broken/tree.zarr"
+                                         r".*after 1 retries"):
+        zarrkit.open(f"{server.url}/broken/tree.zarr", mode="r",
+                     storage_options={"max_retries": 1})
+
+
+def test_permission_and_credentials_errors(server):
+    with pytest.raises(PermissionDeniedError, match="permission denied"):
+        zarrkit.open(f"{server.url}/forbidden/tree.zarr", mode="r")
+    with pytest.raises(CredentialsError):
+        zarrkit.open(f"{server.url}/unauthorized/x.zarr", mode="r")
+
+
+def test_missing_node_and_read_only(server):
+    with pytest.raises(NodeNotFoundError, match="no .*array or group"):
+        zarrkit.open(f"{server.url}/nothing.zarr", mode="r")
+    a = zarrkit.open(f"{server.url}/plain.zarr", mode="r")
+    with pytest.raises(ReadOnlyError):
+        a[0] = 1
+    with pytest.raises(ReadOnlyError, match="HTTP stores are read-only"):
+        a.store.set("x", b"1")
+
+
+def test_unreachable_http_endpoint():
+    from _loopback import free_port
+
+    from zarrkit.errors import StoreUnreachableError
+
+    with pytest.raises(StoreUnreachableError, match="cannot be reached"):
+        zarrkit.open(f"http://127.0.0.1:{free_port()}/x.zarr", mode="r",
+                     storage_options={"max_retries": 0})
