@@ -178,6 +178,23 @@ def job_grid_writer(root: str, layout: str, iteration: int, progress: str,
         done.set(step + 1)
 
 
+def job_zip_writer(root: str, layout: str, iteration: int, progress: str) -> None:
+    """Each step opens the archive in append mode, writes one region and closes it."""
+    import zarrkit
+    from zarrkit.kvstore.zip import ZipStore
+
+    spec = LAYOUTS[layout]
+    done = Progress(progress)
+    for step in range(1 << 30):
+        store = ZipStore(root, mode="a")
+        a = zarrkit.open_array(store, mode="r+")
+        op = op_at(spec, iteration, step)
+        rows, cols = element_slices(spec, op)
+        a[rows, cols] = values(op.tag, rows, cols, spec.shape[1])
+        store.close()
+        done.set(step + 1)
+
+
 META_SHAPES = ((12, 10), (5, 10), (12, 3), (20, 14))
 
 

@@ -147,6 +147,36 @@ def test_killed_writers_leave_no_torn_chunks(tmp_path, zygote, name, kills, seed
     _assert_clean(stats, kills)
 
 
+def test_killed_zip_appenders_leave_a_readable_archive(tmp_path, zygote):
+    """Zip archives change only when closed: a writer killed before that leaves the archive as
+    it was after its last close."""
+    layout = LAYOUTS["chunks"]
+    path = str(tmp_path / "data.zip")
+    zarrkit.create(path, shape=layout.shape, dtype="uint64", fill_value=0,
+                   **layout.create).store.close()
+    progress = str(tmp_path / "progress")
+    rng = random.Random(5)
+    model = np.zeros(layout.cells, np.uint64)
+    stats: Counter = Counter()
+    kills = 30
+    for iteration in range(kills):
+        done = _kill_after_delay(zygote, rng, progress, "zip_writer", root=path,
+                                 layout="chunks", iteration=iteration)
+        stats["kills"] += 1
+        stats["writes_completed"] += done
+        for step in range(done):
+            model = apply(model, op_at(layout, iteration, step))
+        observed = _observe(path, stats)
+        if observed is None:
+            break
+        _check_keys(layout, observed, model, apply(model, op_at(layout, iteration, done)),
+                    stats)
+        model = observed
+    stats["temp_files_left"] = sum(n.endswith(".partial") for n in os.listdir(tmp_path))
+    print(f"\ncrash safety [zip, append mode]: {dict(stats)}")
+    _assert_clean(stats, kills)
+
+
 # -- metadata and attributes -------------------------------------------------------------------
 def _meta_apply(state: dict, op: tuple) -> dict:
     kind, tag, arg = op

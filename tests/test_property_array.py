@@ -439,13 +439,16 @@ def writes(draw, dtype, shape, fill):
     else:
         sel = draw(vectorized_selections(shape, unique=True))
         out_shape = np.empty(shape, dtype=np.bool_)[sel].shape
-    what = draw(st.sampled_from(["array", "fill", "scalar"]))
+    what = draw(st.sampled_from(["array", "fill", "scalar", "broadcast"]))
     seed = draw(st.integers(0, 2**32 - 1))
     if what == "fill":
         value = fill
     elif what == "scalar":
         value = random_values(dtype, (), seed, fill, 0.0)[()]
     else:
+        if what == "broadcast":  # a value numpy broadcasts: length-1 and left-out leading axes
+            out_shape = tuple(1 if draw(st.booleans()) else n for n in out_shape)
+            out_shape = out_shape[draw(st.integers(0, len(out_shape))):]
         value = random_values(dtype, out_shape, seed, fill, draw(st.sampled_from([0.0, 0.5])))
     return kind, sel, value
 

@@ -8,6 +8,9 @@ the format; naming the format only narrows the batch.
 
 from __future__ import annotations
 
+import copy
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +32,41 @@ V1_METADATA_NAMES = frozenset({META_KEY, V1_ATTRS_KEY})
 NodeMetadata = (ArrayMetadataV3 | GroupMetadataV3 | ArrayMetadataV2 | GroupMetadataV2
                 | ArrayMetadataV1)
 ARRAY_TYPES = (ArrayMetadataV3, ArrayMetadataV2)  # ArrayMetadataV1 is an ArrayMetadataV2
+
+
+class _ParsedArrays:
+    """Array documents already parsed and validated, keyed by their exact bytes.
+
+    Opening is dominated by parsing and validating zarr.json and building the codec chain; the
+    document is still read on every open, and only byte-identical documents hit. Each hit gets its
+    own copy of the (mutable) attributes, so no two nodes share them.
+    """
+
+    def __init__(self, size: int = 256, max_document: int = 1 << 16) -> None:
+        self._entries: OrderedDict[bytes, ArrayMetadataV3] = OrderedDict()
+        self._lock = threading.Lock()
+        self._size, self._max_document = size, max_document
+
+    def get(self, raw: bytes) -> ArrayMetadataV3 | None:
+        with self._lock:
+            metadata = self._entries.get(raw)
+            if metadata is None:
+                return None
+            self._entries.move_to_end(raw)
+        fresh = copy.copy(metadata)
+        object.__setattr__(fresh, "attributes", copy.deepcopy(metadata.attributes))
+        return fresh
+
+    def put(self, raw: bytes, metadata: ArrayMetadataV3) -> None:
+        if len(raw) > self._max_document:
+            return
+        with self._lock:
+            self._entries[raw] = metadata
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+
+_parsed_arrays = _ParsedArrays()
 
 
 def key(path: str, name: str) -> str:
@@ -68,7 +106,14 @@ def find(store: KvStore, path: str, zarr_format: int | None = None,
     values = dict(zip(names, store.get_many([(k, None) for k in keys]), strict=True)) \
         if keys else {}
     if values.get(V3_KEY) is not None:
-        return _v3(path, _json(key(path, V3_KEY), values[V3_KEY]), use_consolidated)
+        raw = bytes(values[V3_KEY])
+        cached = _parsed_arrays.get(raw)
+        if cached is not None:
+            return Found(cached)
+        found = _v3(path, _json(key(path, V3_KEY), raw), use_consolidated)
+        if isinstance(found.metadata, ArrayMetadataV3):
+            _parsed_arrays.put(raw, found.metadata)
+        return found
     if values.get(ARRAY_KEY) is not None or values.get(GROUP_KEY) is not None:
         return _v2(path, values, use_consolidated)
     if zarr_format in (None, 1):

@@ -69,9 +69,15 @@ def run_all(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
     runs = min(len(items), 4 * _workers)
     bounds = [len(items) * i // runs for i in range(runs + 1)]
     futures = [executor().submit(_run_slice, fn, items, bounds[i], bounds[i + 1])
-               for i in range(runs)]
+               for i in range(1, runs)]
+    # The caller runs the first run itself: a small read then needs no thread hand-off at all
+    # for its first chunk, and the caller's core is not left idle while it waits.
     results: list[R] = []
     error: BaseException | None = None
+    try:
+        results.extend(_run_slice(fn, items, bounds[0], bounds[1]))
+    except BaseException as e:  # noqa: BLE001 - re-raised below after the others finish
+        error = e
     for f in futures:
         try:
             results.extend(f.result())

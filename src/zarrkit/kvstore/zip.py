@@ -7,9 +7,17 @@ Zip archives cannot change an entry in place, so:
 * `close()` writes the central directory and, if this store superseded or deleted any entry,
   rewrites the archive without them into a temp file that then atomically replaces the original.
   Forgetting `close()` leaves the archive incomplete (a ResourceWarning says so).
-* mode "w" builds the new archive in a temp file and replaces `path` only on `close()`, so an
-  existing archive survives a crash mid-write. Mode "a" appends in place (zip's own format
-  overwrites the old central directory, so a crash before `close()` needs a zip repair tool).
+* Crash safety: the archive at `path` is never written in place. Mode "w" (and mode "a" on a
+  missing archive) builds the archive in a temp file; mode "a" copies the archive to a temp file
+  on its first change (appending in place would overwrite the old central directory). `close()`
+  then atomically replaces `path`, so a process killed at any moment leaves the archive as it
+  was after the last `close()`. The price: the first change after opening an existing archive
+  copies it; zip suits archives written once, not incremental updates.
+* One writer per archive: a writable store holds an exclusive `flock` on an existing archive, so
+  a second writer (another process, or another store object) gets a StoreError instead of
+  silently losing the first one's changes when both close. Two writers creating a new archive
+  at the same path are not detected (the last `close()` wins). Locks and `lock_shared` exclude
+  the threads of this process only.
 
 Stored (uncompressed) entries are read with `os.pread` at the entry's data offset: no lock, real
 partial reads, and whole reads are checked against the entry's CRC-32. Compressed entries are
@@ -22,6 +30,7 @@ validation applies to every requested key. Non-key members survive compaction un
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import struct
@@ -84,9 +93,15 @@ class ZipStore(KvStore):
         self._others: list[zipfile.ZipInfo] = []  # members that are not keys, kept verbatim
         self.invalid_names: list[str] = []
         self._stale = 0  # superseded or deleted entries still in the archive
-        # Mode "w" writes to a temp file that replaces `path` on close.
-        self._work_path = _temp_path(self.path) if mode == "w" else self.path
-        self._zf, self._fd = self._open_archive()
+        self._guard_fd = -1 if read_only else _lock_archive(self.path)
+        # A new archive is written to a temp file that replaces `path` on close.
+        fresh = mode == "w" or (mode == "a" and not os.path.exists(self.path))
+        self._work_path = _temp_path(self.path) if fresh else self.path
+        try:
+            self._zf, self._fd = self._open_archive()
+        except BaseException:
+            self._release_guard()
+            raise
         self._load_index()
 
     def _open_archive(self) -> tuple[zipfile.ZipFile, int]:
@@ -219,6 +234,7 @@ class ZipStore(KvStore):
         info.external_attr = 0o644 << 16  # rw-r--r-- when extracted
         with self._lock:
             self._check_open()
+            self._detach()
             # We track versions ourselves; without this zipfile warns about a duplicate name.
             self._zf.NameToInfo.pop(key, None)
             self._zf.writestr(info, data, compresslevel=self.compresslevel)
@@ -230,8 +246,34 @@ class ZipStore(KvStore):
     def _delete(self, key: str) -> None:
         with self._lock:
             self._check_open()
-            if self._index.pop(key, None) is not None:
+            if key in self._index:
+                self._detach()
+                del self._index[key]
                 self._stale += 1
+
+    def _detach(self) -> None:
+        """Before the first change to an existing archive, move to a copy of it (the original
+        stays intact until close() replaces it). The copy has the same offsets, so the index
+        stays valid."""
+        if self._work_path != self.path:
+            return
+        self._idle.wait_for(lambda: not self._readers)  # no pread in flight on the old descriptor
+        temp = _temp_path(self.path)
+        try:
+            shutil.copyfile(self.path, temp)
+            shutil.copymode(self.path, temp)
+            self._zf.close()  # unchanged, so nothing is written to the original
+            os.close(self._fd)
+            self._work_path = temp
+            self._zf, self._fd = self._open_archive()
+        except BaseException as exc:
+            self._closed = True  # the old handles may be gone: refuse further use
+            if os.path.exists(temp):
+                os.unlink(temp)
+            if isinstance(exc, OSError) and not isinstance(exc, StoreError):
+                raise StoreError(exc.errno, f"cannot copy zip store {self.path!r} before "
+                                 f"changing it: {exc.strerror}") from exc
+            raise
 
     # -- closing -----------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -249,12 +291,20 @@ class ZipStore(KvStore):
                 self._zf.close()
             finally:
                 os.close(self._fd)
-            if self.read_only:
-                return
-            if self._stale:
-                self._compact()
-            elif self._work_path != self.path:
-                os.replace(self._work_path, self.path)
+            try:
+                if self.read_only:
+                    return
+                if self._stale:
+                    self._compact()
+                elif self._work_path != self.path:
+                    os.replace(self._work_path, self.path)
+            finally:
+                self._release_guard()
+
+    def _release_guard(self) -> None:
+        fd, self._guard_fd = self._guard_fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     def _compact(self) -> None:
         keep = {info.header_offset for info in self._index.values()}
@@ -289,6 +339,35 @@ class ZipStore(KvStore):
         if not getattr(self, "_closed", True) and not self.read_only:
             warnings.warn(f"{self!r} was never closed: its archive is incomplete",
                           ResourceWarning, stacklevel=2)
+
+
+def _lock_archive(path: str) -> int:
+    """An exclusive, non-blocking flock on the existing archive at `path` (-1 if there is none):
+    the single-writer guard. Checked to still be the file at `path` once locked, since a
+    writer closing meanwhile replaces it."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return -1
+        except OSError as exc:
+            raise StoreError(exc.errno, f"cannot open zip store {path!r}: {exc.strerror}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreError(f"zip store {path!r} is open for writing elsewhere (another "
+                             "process or store object): a zip archive has one writer at a "
+                             "time") from None
+        try:
+            current = os.stat(path)
+        except FileNotFoundError:
+            current = None
+        opened = os.fstat(fd)
+        if current is not None and (current.st_ino, current.st_dev) == (opened.st_ino,
+                                                                          opened.st_dev):
+            return fd
+        os.close(fd)  # replaced by a writer's close() meanwhile: lock the new file
 
 
 def _copy_entry(source: zipfile.ZipFile, target: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:

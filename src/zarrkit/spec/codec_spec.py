@@ -189,10 +189,9 @@ def merge(a: ChainSpec | None, b: ChainSpec | None, where: str = "codecs", *,
     if a is None or b is None:
         return copy.deepcopy(a if b is None else b)
     if not strict and (a.sharding is None) != (b.sharding is None):
-        if a.sharding is not None and b.array_bytes is None:
+        if a.sharding is not None:
             return _into_sharding(a, b, where, rank)
-        if b.sharding is not None and a.array_bytes is None:
-            return _into_sharding(b, a, where, rank)
+        return _into_sharding(b, a, where, rank)
     ab = a.array_bytes
     if ab is not None and b.array_bytes is not None:
         ab = _merge_codec(ab, b.array_bytes, where, rank)
@@ -268,14 +267,9 @@ def with_sharding(chain: ChainSpec | None, read_shape: Sequence[int]) -> ChainSp
     return chain
 
 
-def with_inner_order(chain: ChainSpec | None, desired: Sequence[int], rank: int,
-                     where: str) -> ChainSpec | None:
-    """The chain with a transpose appended to its innermost array -> array codecs, so that
-    elements are stored in `desired` order; SpecError when the codecs are fixed otherwise."""
-    desired = list(desired)
-    if list(inner_order(chain, rank)) == desired:
-        return chain
-    chain = copy.deepcopy(chain) if chain is not None else ChainSpec()
+def _innermost(chain: ChainSpec, rank: int, where: str) -> tuple[ChainSpec, list[int]]:
+    """The innermost chain (inside sharding codecs, created where unconstrained) and its
+    encoded position -> array dimension map."""
     innermost, dims = chain, _compose(list(range(rank)), chain, rank, where)
     while innermost.sharding is not None:
         shard = innermost.sharding
@@ -284,14 +278,35 @@ def with_inner_order(chain: ChainSpec | None, desired: Sequence[int], rank: int,
             nested = shard.config["codecs"] = ChainSpec()
         innermost = nested
         dims = _compose(dims, innermost, rank, where)
+    return innermost, dims
+
+
+def check_inner_order(chain: ChainSpec | None, desired: Sequence[int], rank: int,
+                      where: str) -> None:
+    """SpecError when codecs that fix their innermost array -> array codecs store elements in
+    another order than `desired` (TensorStore could only meet it with another transpose)."""
+    if chain is None or list(inner_order(chain, rank, where)) == list(desired):
+        return
+    innermost, _ = _innermost(copy.deepcopy(chain), rank, where)
     if innermost.array_array is not None:
         fixed = [c.to_json() for c in innermost.array_array]
-        raise SpecError(f"{where}: chunk_layout.inner_order {desired} needs a transpose codec "
-                        f"before the array -> bytes codec, but the codecs fix the array -> "
-                        f"array codecs as {fixed}")
+        raise SpecError(f"{where}: chunk_layout.inner_order {list(desired)} needs a transpose "
+                        f"codec before the array -> bytes codec, but the codecs fix the array "
+                        f"-> array codecs as {fixed}")
+
+
+def with_inner_order(chain: ChainSpec | None, desired: Sequence[int], rank: int,
+                     where: str) -> ChainSpec | None:
+    """The chain with a transpose appended to its innermost array -> array codecs, so that
+    elements are stored in `desired` order (nothing when they already are)."""
+    desired = list(desired)
+    if list(inner_order(chain, rank, where)) == desired:
+        return chain
+    chain = copy.deepcopy(chain) if chain is not None else ChainSpec()
+    innermost, dims = _innermost(chain, rank, where)
     position = {d: p for p, d in enumerate(dims)}
-    needed = [position[d] for d in desired]
-    innermost.array_array = [CodecSpec1(TRANSPOSE, {"order": needed})]
+    transpose = CodecSpec1(TRANSPOSE, {"order": [position[d] for d in desired]})
+    innermost.array_array = [*(innermost.array_array or []), transpose]
     return chain
 
 

@@ -60,7 +60,7 @@ def _mode(json: dict[str, Any], options: dict[str, Any]) -> _Mode:
     assume_metadata and assume_cached_metadata need open and not delete_existing."""
     flags = {name: _flag(json, options, name) for name in _MODE_KEYWORDS}
     create = bool(flags["create"])
-    opening = flags["open"] if flags["open"] is not None else not create
+    opening = bool(flags["open"]) or not create  # neither set (or both false): open
     mode = _Mode(opening, create, bool(flags["delete_existing"]), bool(flags["assume_metadata"]),
                  bool(flags["assume_cached_metadata"]))
     if mode.delete_existing and not mode.create:
@@ -72,8 +72,6 @@ def _mode(json: dict[str, Any], options: dict[str, Any]) -> _Mode:
             raise SpecError(f"{name}: cannot be used without open")
         if getattr(mode, name) and mode.delete_existing:
             raise SpecError(f"{name}: cannot be used with delete_existing")
-    if not mode.open and not mode.create:
-        raise SpecError("open/create: at least one must be true")
     return mode
 
 

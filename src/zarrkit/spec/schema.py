@@ -191,8 +191,8 @@ class Schema:
         if value.ndim:
             raise SpecError(f"{where}: the fill value must be a scalar, got shape {value.shape}")
         if self._fill is not None and not same_fill(self._fill, value):
-            raise SpecError(f"{where}: fill value {value[()]!r} does not match "
-                            f"{self._fill[()]!r}")
+            raise SpecError(f"{where}: fill value {value[()].item()!r} does not match "
+                            f"{self._fill[()].item()!r}")
         self._fill = value
 
     def _set_units(self, units: Any, where: str) -> None:
@@ -276,6 +276,8 @@ def _cast_fill(value: Any, dtype: str, where: str) -> np.ndarray:
     data_type = DataType.parse(dtype)
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
+    if data_type.kind == "bool" and isinstance(value, int | float | np.number):
+        value = bool(value)  # TensorStore converts numbers as numpy casts them
     try:
         return np.asarray(data_type.cast_fill_value(value, where=where), dtype=data_type.dtype)
     except (DataTypeError, MetadataError) as exc:

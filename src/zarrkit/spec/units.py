@@ -60,7 +60,7 @@ class Unit:
 
     def stored(self) -> str:
         """The string the zarr3 driver writes into the `dimension_units` attribute."""
-        number = "%g" % self.multiplier  # TensorStore prints 6 significant digits
+        number = f"{self.multiplier:g}"  # TensorStore prints 6 significant digits
         if not self.base_unit:
             return number
         return self.base_unit if self.multiplier == 1 else f"{number} {self.base_unit}"
@@ -76,7 +76,7 @@ class Unit:
         return hash((self.multiplier, self.base_unit))
 
     def __repr__(self) -> str:
-        number = "%g" % self.multiplier
+        number = f"{self.multiplier:g}"
         return f"Unit({number}, {self.base_unit!r})".replace("'", '"')
 
     def __str__(self) -> str:

@@ -21,6 +21,7 @@ from ..metadata.data_type import DataType
 from .chunk_layout import ChunkLayout, choose_chunk_shapes
 from .codec_spec import (
     ChainSpec,
+    check_inner_order,
     inner_order,
     merge,
     parse_chain,
@@ -211,8 +212,8 @@ def _merged_shape(c: MetadataConstraints, schema: Schema) -> tuple[tuple[int, ..
 
 def _dimension_names(c: MetadataConstraints, labels: list[str]) -> list[str | None] | None:
     names = c.dimension_names
-    if names is None:
-        return labels if any(labels) else None
+    if names is None:  # TensorStore stores an unlabeled dimension's name as null
+        return [label or None for label in labels] if any(labels) else None
     for i, (name, label) in enumerate(zip(names, labels, strict=False)):
         if label and (name or "") != label:
             raise SpecError(f"metadata.dimension_names[{i}] {name!r} does not match domain "
@@ -226,8 +227,8 @@ def _merged_fill(c: MetadataConstraints, schema: Schema, data_type: DataType) ->
         wanted = np.asarray(data_type.cast_fill_value(schema.fill_value[()]),
                             dtype=data_type.dtype)
         if fill is not None and not same_fill(fill, wanted):
-            raise SpecError(f"metadata.fill_value {fill[()]!r} does not match fill_value "
-                            f"{wanted[()]!r}")
+            raise SpecError(f"metadata.fill_value {_show(fill)} does not match fill_value "
+                            f"{_show(wanted)}")
         fill = wanted
     value = data_type.default_fill_value() if fill is None else fill[()]
     return data_type.fill_value_to_json(value)
@@ -250,11 +251,10 @@ def _merged_attributes(c: MetadataConstraints, schema: Schema, rank: int) -> dic
     return attributes
 
 
-def _chain_constraints(c: MetadataConstraints, layout: ChunkLayout,
+def _chain_constraints(chain: ChainSpec | None, layout: ChunkLayout,
                        rank: int) -> tuple[ChunkLayout, bool]:
-    """The layout with the read chunk shape the metadata's sharding codec fixes, and whether
-    a sharding codec may separate read and write chunks (not when the codecs have none)."""
-    chain = c.codecs
+    """The layout with the read chunk shape a chain's sharding codec fixes, and whether a
+    sharding codec may separate read and write chunks (not when the codecs have none)."""
     if chain is None:
         return layout, True
     if chain.sharding is None:
@@ -264,29 +264,55 @@ def _chain_constraints(c: MetadataConstraints, layout: ChunkLayout,
         try:
             layout.update(read_chunk_shape=list(read))
         except SpecError as exc:
-            raise SpecError(f"metadata.codecs: the sharding chunk_shape {list(read)} conflicts "
+            raise SpecError(f"codecs: the sharding chunk_shape {list(read)} conflicts "
                             f"with chunk_layout: {exc}") from None
     return layout, True
 
 
+def _schema_chain(schema: Schema) -> ChainSpec | None:
+    codec = schema.codec
+    if codec is not None and codec.driver != "zarr3":
+        raise SpecError(f"codec.driver: {codec.driver!r} cannot describe a zarr3 array")
+    return None if codec is None else codec.chain
+
+
 def _choose_codecs(c: MetadataConstraints, schema: Schema, data_type: DataType,
                    shape: tuple[int, ...]) -> tuple[tuple[int, ...], list[dict[str, Any]]]:
+    """Chunk shapes first (a sharding codec, or codecs without one, constrain them), then the
+    codecs: sharding inserted when read and write chunks differ, the schema's codecs merged
+    into the innermost chain, and a transpose appended there for the inner order."""
     rank = len(shape)
-    layout, sharding = _chain_constraints(c, schema.chunk_layout, rank)
+    extra = _schema_chain(schema)
+    layout = schema.chunk_layout
+    order = layout.inner_order or layout.inner_order_soft_constraint
+    if order is not None and len(order) == rank:
+        check_inner_order(c.codecs, order, rank, "metadata.codecs")
+    layout, sharding = _chain_constraints(c.codecs, layout, rank)
+    if c.codecs is None and extra is not None and extra.sharding is not None:
+        layout, _ = _chain_constraints(extra, layout, rank)
     read, write = choose_chunk_shapes(shape, layout, metadata_chunk_shape=c.chunk_shape,
                                       sharding=sharding, dtype_size=data_type.item_size)
     chain = c.codecs
-    if (chain is None and read != write) or (chain is not None and chain.sharding is not None):
+    if chain is None and read != write:
+        chain = with_sharding(None, read)
+    chain = merge(chain, extra, "codec.codecs", strict=False, rank=rank)
+    if chain is not None and chain.sharding is not None:
         chain = with_sharding(chain, read)
-    codec = schema.codec
-    if codec is not None:
-        if codec.driver != "zarr3":
-            raise SpecError(f"codec.driver: {codec.driver!r} cannot describe a zarr3 array")
-        chain = merge(chain, codec.chain, "codec.codecs", strict=False, rank=rank)
-    order = layout.inner_order or layout.inner_order_soft_constraint
     if order is not None and len(order) == rank:
         chain = with_inner_order(chain, order, rank, "metadata.codecs")
     return write, resolve(chain, data_type.item_size, write)
+
+
+def _stored_key_encoding(json: dict[str, Any] | str | None) -> dict[str, Any]:
+    """As TensorStore writes it: the configuration only when the separator is not the
+    encoding's default."""
+    if json is None:
+        return {"name": "default"}
+    encoding = ChunkKeyEncoding.from_json(json)
+    default = ChunkKeyEncoding(encoding.name).separator
+    if encoding.separator == default:
+        return {"name": encoding.name}
+    return {"name": encoding.name, "configuration": {"separator": encoding.separator}}
 
 
 def new_metadata(c: MetadataConstraints, schema: Schema) -> dict[str, Any]:
@@ -298,7 +324,7 @@ def new_metadata(c: MetadataConstraints, schema: Schema) -> dict[str, Any]:
         "zarr_format": 3, "node_type": "array", "shape": list(shape),
         "data_type": data_type.to_json(),
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(write)}},
-        "chunk_key_encoding": c.chunk_key_encoding or {"name": "default"},
+        "chunk_key_encoding": _stored_key_encoding(c.chunk_key_encoding),
         "fill_value": _merged_fill(c, schema, data_type),
         "codecs": codecs,
     }
@@ -382,7 +408,7 @@ def dtype_of(md: Any) -> str:
 def schema_of(md: Any) -> Schema:
     schema = Schema(dtype=dtype_of(md), domain=domain_of(md), chunk_layout=chunk_layout_of(md),
                     codec=codec_of(md), dimension_units=units_of(md))
-    fill = md.fill_value if is_v3(md) else md.effective_fill_value
+    fill = md.fill_value  # v2's null fill value: the schema has none (as TensorStore's)
     if fill is not None and not np.asarray(fill).dtype.hasobject:
         schema.update(fill_value=np.asarray(fill))
     return schema
@@ -412,8 +438,8 @@ def _check_metadata(md: Any, c: MetadataConstraints) -> None:
             raise SpecError(f"metadata.chunk_key_encoding: expected {c.chunk_key_encoding!r} but "
                             f"the stored array has {md.chunk_key_encoding.to_json()!r}")
     if c.fill_value is not None and not same_fill(c.fill_value, np.asarray(md.fill_value)):
-        raise SpecError(f"metadata.fill_value: expected {c.fill_value[()]!r} but the stored "
-                        f"array has {md.fill_value!r}")
+        raise SpecError(f"metadata.fill_value: expected {_show(c.fill_value)} but the stored "
+                        f"array has {_show(md.fill_value)}")
     _expect("dimension_names", c.dimension_names,
             None if md.dimension_names is None else list(md.dimension_names))
     for key, value in (c.attributes or {}).items():
@@ -422,9 +448,19 @@ def _check_metadata(md: Any, c: MetadataConstraints) -> None:
                             f"array has {md.attributes.get(key, '<absent>')!r}")
     if c.codecs is not None:
         merge(codec_chain_of(md), c.codecs, "metadata.codecs", rank=len(md.shape))
+    for key, value in c.json.items():
+        if key not in _MEMBERS and md.extra.get(key, _ABSENT) != value:
+            raise SpecError(f"metadata.{key}: expected {value!r} but the stored array has "
+                            f"{md.extra.get(key, '<absent>')!r}")
 
 
 _ABSENT = object()
+
+
+def _show(value: Any) -> str:
+    """A fill value as a plain number (not numpy's repr)."""
+    return repr(np.asarray(value)[()].item()) if not np.asarray(value).dtype.hasobject \
+        else repr(value)
 
 
 def _check_layout(md: Any, layout: ChunkLayout) -> None:
@@ -464,8 +500,8 @@ def check_existing(md: Any, c: MetadataConstraints, schema: Schema) -> None:
     if schema.fill_value is not None:
         stored = np.asarray(md.fill_value if is_v3(md) else md.effective_fill_value)
         if not same_fill(stored, schema.fill_value):
-            raise SpecError(f"fill_value: {schema.fill_value[()]!r} does not match the stored "
-                            f"array's fill value {stored[()]!r}")
+            raise SpecError(f"fill_value: {_show(schema.fill_value)} does not match the stored "
+                            f"array's fill value {_show(stored)}")
     if schema.dimension_units is not None:
         merge_units(units_of(md) or (None,) * rank, schema.dimension_units,
                     "dimension_units (against the stored array)")
