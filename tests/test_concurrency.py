@@ -275,3 +275,64 @@ def test_resize_keeps_attributes_set_through_another_handle():
     b.attrs["kept"] = True
     a.resize(20)  # a's metadata did not know the attribute
     assert zarrkit.open_array(store, mode="r").attrs["kept"] is True
+
+
+# -- zip archives: one writer --------------------------------------------------------------------
+def test_zip_archive_refuses_a_second_writer(tmp_path):
+    from zarrkit.errors import StoreError
+    from zarrkit.kvstore.zip import ZipStore
+
+    path = str(tmp_path / "one.zip")
+    with ZipStore(path, "w") as store:
+        store.set("k", b"0")
+    first, second = ZipStore(path, "a"), ZipStore(path, "a")  # opening to read is fine
+    first.set("k", b"1")  # first becomes the writer
+    with pytest.raises(StoreError, match="one writer"):
+        second.set("k", b"2")
+    with pytest.raises(StoreError, match="one writer"):
+        ZipStore(path, "w")
+    with ZipStore(path, "r") as reader:  # readers see the archive as last closed
+        assert reader.get("k") == b"0"
+    first.close()
+    with pytest.raises(StoreError, match="changed by another writer"):
+        second.set("k", b"2")  # its index describes the archive first replaced
+    second.close()
+    with ZipStore(path, "a") as third:  # free again once the first writer closed
+        assert third.get("k") == b"1"
+        third.set("k", b"3")
+    with ZipStore(path, "r") as reader:
+        assert reader.get("k") == b"3"
+
+
+def test_locking_every_chunk_keeps_no_lock_per_chunk(tmp_path):
+    """Every chunk write takes a lock; neither the lock table nor the lock directory grows."""
+    from zarrkit.kvstore import file as file_store
+
+    memory = MemoryStore()
+    for where in (memory, str(tmp_path / "a.zarr")):
+        a = zarrkit.create(where, shape=(64, 64), dtype="uint8", chunks=(4, 4))
+        a[...] = 1
+        a[1:63, 1:63] = 2  # partial writes of the edge chunks too
+    assert len(memory._key_locks) == 0
+    if file_store._OFD_SETLKW is not None:
+        assert os.listdir(tmp_path / "a.zarr" / ".zarrkit-locks") == ["keys.lock"]
+
+
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_shared_locks_coexist_and_exclude_the_exclusive_one(tmp_path, kind):
+    store = MemoryStore() if kind == "memory" else FileStore(str(tmp_path / "l.zarr"))
+    other = store if kind == "memory" else FileStore(str(tmp_path / "l.zarr"))  # own locks
+    with store.lock_shared("k"), other.lock_shared("k"):
+        if kind == "memory":
+            assert not store.lock("k").acquire(blocking=False)
+        taken = threading.Event()
+
+        def exclusive():
+            with other.lock("k"):
+                taken.set()
+
+        t = threading.Thread(target=exclusive)
+        t.start()
+        assert not taken.wait(0.2)  # blocked while shared holders remain
+    t.join(10)
+    assert taken.is_set()

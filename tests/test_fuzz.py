@@ -22,7 +22,6 @@ import signal
 import struct
 import traceback
 import tracemalloc
-import zipfile
 from collections import Counter
 from contextlib import contextmanager
 
@@ -162,7 +161,7 @@ def exercise(store) -> None:
     node = zarrkit.open(store, mode="r")
     repr(node)
     str(node.attrs)
-    node.metadata
+    str(node.metadata)
     if isinstance(node, zarrkit.Group):
         node.keys()
         node.tree()
@@ -576,7 +575,7 @@ def test_random_node_names(tmp_path):
     tally = Tally("node names")
     r = random.Random(17)
     stores = [MemoryStore(), FileStore(str(tmp_path / "names.zarr"))]
-    for case in range(300):
+    for _ in range(300):
         name = "".join(r.choice(_NAME_PIECES) for _ in range(r.randint(0, 4)))
         tally.run(_name_case, r.choice(stores), name)
     zip_store = ZipStore(str(tmp_path / "names.zip"), mode="w")

@@ -81,13 +81,15 @@ def test_delete_dropped_on_close(path):
     assert _names(path) == ["b"]
 
 
-def test_no_rewrite_without_superseded_entries(path):
+def test_append_mode_keeps_old_archive_until_close(path):
     with ZipStore(path, "w") as store:
         store.set("a", b"1")
-    inode = os.stat(path).st_ino
-    with ZipStore(path, "a") as store:
-        store.set("b", b"2")
-    assert os.stat(path).st_ino == inode  # appended in place, not rewritten
+    store = ZipStore(path, "a")
+    store.set("b", b"2")
+    assert _names(path) == ["a"]  # written to a copy: a crash here would lose nothing
+    store.close()
+    assert _names(path) == ["a", "b"]
+    assert os.listdir(path.parent) == [path.name]
 
 
 def test_compaction_is_atomic_on_failure(path, monkeypatch):
@@ -96,13 +98,16 @@ def test_compaction_is_atomic_on_failure(path, monkeypatch):
     store = ZipStore(path, "a")
     store.set("a", b"2")
     monkeypatch.setattr(os, "replace", lambda *a, **k: (_ for _ in ()).throw(OSError("boom")))
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="uncompacted archive is kept"):
         store.close()
     monkeypatch.undo()
-    # the archive is still the valid uncompacted one, and no temp file is left behind
+    # the archive is untouched, and the changed (uncompacted) copy is kept beside it
     with zipfile.ZipFile(path) as zf:
+        assert zf.read("a") == b"1"
+    kept = [n for n in os.listdir(path.parent) if n != path.name]
+    assert len(kept) == 1
+    with zipfile.ZipFile(path.parent / kept[0]) as zf:
         assert zf.read("a") == b"2"
-    assert os.listdir(path.parent) == [path.name]
 
 
 def test_write_mode_keeps_old_archive_until_close(path):

@@ -1,4 +1,4 @@
-"""ChunkLayout: constraints, JSON form, merging, equality and finalize, checked against TensorStore."""
+"""ChunkLayout constraints, JSON, merging, equality, finalize: checked against TensorStore."""
 
 from __future__ import annotations
 
@@ -213,7 +213,8 @@ def _keywords(rng: random.Random, rank: int) -> dict[str, object]:
                 continue  # see test_codec_chunk_keywords_reach_the_codec_grid
             for suffix in ("", "_soft_constraint"):
                 if rng.random() < 0.12:
-                    value = rng.choice([0, 10, 1000]) if member == "elements" else vector(pools[member])
+                    value = (rng.choice([0, 10, 1000]) if member == "elements"
+                             else vector(pools[member]))
                     kwargs[f"{prefix}_{member}{suffix}"] = value
         if rng.random() < 0.1:
             kwargs[prefix] = {"shape": vector(pools["shape"]), "elements_soft_constraint": 5}

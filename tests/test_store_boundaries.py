@@ -232,9 +232,9 @@ def test_read_only_memory_store_handle_refuses_writes():
 def test_reading_in_append_mode_writes_nothing(tmp_path):
     """Opening an existing node with the default mode and only reading changes no file."""
     for name in ("a.zarr", "a.zip"):
-        where = str(tmp_path / name)
-        zarrkit.create(where, shape=(4,), dtype="uint8", chunks=(2,))[...] = 1
-        zarrkit.open(where).store.close()
+        a = zarrkit.create(str(tmp_path / name), shape=(4,), dtype="uint8", chunks=(2,))
+        a[...] = 1
+        a.store.close()
     before = _tree(tmp_path)
     for name in ("a.zarr", "a.zip"):
         a = zarrkit.open(str(tmp_path / name))

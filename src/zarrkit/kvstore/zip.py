@@ -13,11 +13,12 @@ Zip archives cannot change an entry in place, so:
   then atomically replaces `path`, so a process killed at any moment leaves the archive as it
   was after the last `close()`. The price: the first change after opening an existing archive
   copies it; zip suits archives written once, not incremental updates.
-* One writer per archive: a writable store holds an exclusive `flock` on an existing archive, so
-  a second writer (another process, or another store object) gets a StoreError instead of
-  silently losing the first one's changes when both close. Two writers creating a new archive
-  at the same path are not detected (the last `close()` wins). Locks and `lock_shared` exclude
-  the threads of this process only.
+* One writer per archive: a store changing an existing archive holds an exclusive `flock` on it
+  (mode "w" from opening, mode "a" from its first change) until `close()`, so a second writer
+  (another process, or another store object) gets a StoreError instead of silently losing the
+  first one's changes when both close; so does a mode "a" store whose archive another writer
+  replaced after it was opened. Two writers creating a new archive at the same path are not
+  detected (the last `close()` wins). Locks and `lock_shared` exclude threads of this process.
 
 Stored (uncompressed) entries are read with `os.pread` at the entry's data offset: no lock, real
 partial reads, and whole reads are checked against the entry's CRC-32. Compressed entries are
@@ -93,7 +94,8 @@ class ZipStore(KvStore):
         self._others: list[zipfile.ZipInfo] = []  # members that are not keys, kept verbatim
         self.invalid_names: list[str] = []
         self._stale = 0  # superseded or deleted entries still in the archive
-        self._guard_fd = -1 if read_only else _lock_archive(self.path)
+        # Mode "w" is a writer from the start; mode "a" becomes one at its first change.
+        self._guard_fd = _lock_archive(self.path) if mode == "w" else -1
         # A new archive is written to a temp file that replaces `path` on close.
         fresh = mode == "w" or (mode == "a" and not os.path.exists(self.path))
         self._work_path = _temp_path(self.path) if fresh else self.path
@@ -258,6 +260,9 @@ class ZipStore(KvStore):
         if self._work_path != self.path:
             return
         self._idle.wait_for(lambda: not self._readers)  # no pread in flight on the old descriptor
+        if self._work_path != self.path:  # waiting released the lock: another writer detached
+            return
+        self._take_guard()
         temp = _temp_path(self.path)
         try:
             shutil.copyfile(self.path, temp)
@@ -268,12 +273,24 @@ class ZipStore(KvStore):
             self._zf, self._fd = self._open_archive()
         except BaseException as exc:
             self._closed = True  # the old handles may be gone: refuse further use
+            self._release_guard()
             if os.path.exists(temp):
                 os.unlink(temp)
             if isinstance(exc, OSError) and not isinstance(exc, StoreError):
                 raise StoreError(exc.errno, f"cannot copy zip store {self.path!r} before "
                                  f"changing it: {exc.strerror}") from exc
             raise
+
+    def _take_guard(self) -> None:
+        """Become the archive's single writer, provided it is still the archive this store
+        read (a writer that closed meanwhile has replaced it)."""
+        guard = _lock_archive(self.path)
+        if guard < 0 or not _same_file(guard, self._fd):
+            if guard >= 0:
+                os.close(guard)
+            raise StoreError(f"zip store {self.path!r} was changed by another writer since it "
+                             "was opened: open it again to change it")
+        self._guard_fd = guard
 
     # -- closing -----------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -339,6 +356,11 @@ class ZipStore(KvStore):
         if not getattr(self, "_closed", True) and not self.read_only:
             warnings.warn(f"{self!r} was never closed: its archive is incomplete",
                           ResourceWarning, stacklevel=2)
+
+
+def _same_file(a: int, b: int) -> bool:
+    sa, sb = os.fstat(a), os.fstat(b)
+    return (sa.st_ino, sa.st_dev) == (sb.st_ino, sb.st_dev)
 
 
 def _lock_archive(path: str) -> int:

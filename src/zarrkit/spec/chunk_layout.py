@@ -15,6 +15,11 @@ How the choice works (observed behaviour, reproduced here):
   read size snaps to the nearest divisor of the write size.
 * The write chunk is chosen last, the same way, but each free size snaps to the nearest multiple
   of the read size, so that a write chunk is always a whole number of read chunks.
+
+"As far as the budget allows" means: the largest common scale factor whose chunk still fits.
+TensorStore's own search for that factor sometimes stops one step short when the aspect ratios
+are not in power-of-two proportion (aspect [1, 1.7] with 11 elements: TensorStore [2, 4], here
+[2, 5]); we did not find its exact stepping, so there we return the larger, still fitting chunk.
 """
 
 from __future__ import annotations
@@ -201,9 +206,9 @@ class ChunkGrid:
         if unknown:
             raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
         staged = copy.deepcopy(self)
-        for name in _GRID_KEYWORDS:
+        for name, apply in _GRID_KEYWORDS.items():
             if constraints.get(name) is not None:
-                _GRID_KEYWORDS[name](staged, constraints[name], name)
+                apply(staged, constraints[name], name)
         self.__dict__ = staged.__dict__
 
     def _set_rank(self, rank: int, where: str) -> None:
@@ -347,8 +352,9 @@ _GRID_KEYWORDS: dict[str, Callable[[ChunkGrid, Any, str], None]] = {
     "rank": lambda grid, value, where: grid._set_rank(_rank_value(value, where), where),
     **{name + suffix: _grid_keyword(name, not suffix)
        for name in _GRID_MEMBERS for suffix in ("", _SOFT)},
-    "grid": lambda g, value, where: g._merge_grid(_grid_from(value, where), False, _GRID_MEMBERS, where),
-    "grid_soft_constraint": lambda g, value, where: g._merge_grid(
+    "grid": lambda grid, value, where: grid._merge_grid(
+        _grid_from(value, where), False, _GRID_MEMBERS, where),
+    "grid_soft_constraint": lambda grid, value, where: grid._merge_grid(
         _grid_from(value, where), True, _GRID_MEMBERS, where),
 }
 
@@ -388,8 +394,9 @@ class ChunkLayout:
 
     # -- merging
 
-    def update(self, other: ChunkLayout | None = None, /, **constraints: Any) -> None:
-        """Merge `other` and then the keyword constraints into this layout.
+    def update(self, other: ChunkLayout | Mapping[str, Any] | None = None, /,
+               **constraints: Any) -> None:
+        """Merge `other` (a layout or its JSON) and then the keyword constraints into this layout.
 
         Hard constraints that disagree raise SpecError naming the member, and leave this layout
         unchanged. Soft constraints never override hard ones, nor earlier soft ones.
@@ -399,7 +406,7 @@ class ChunkLayout:
             raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
         staged = copy.deepcopy(self)
         if other is not None:
-            staged._merge_layout(other)
+            staged._merge_layout(ChunkLayout.from_json(other))
         for name, apply in _LAYOUT_KEYWORDS.items():
             if constraints.get(name) is not None:
                 apply(staged, constraints[name], name)
@@ -582,7 +589,7 @@ class ChunkLayout:
         for usage, grid in self._grids.items():
             if grid_json := grid.to_json():
                 out[f"{usage}_chunk"] = grid_json
-        # The rank is implied by any per-dimension list; it is only written when nothing else says it.
+        # Any per-dimension list implies the rank; it is only written when nothing else says it.
         if self._rank is not None and not _has_list(out):
             out["rank"] = self._rank
         return dict(sorted(out.items()))
@@ -634,9 +641,9 @@ _GRID_PREFIXES = ("chunk", "write_chunk", "read_chunk", "codec_chunk")
 _JSON_MEMBERS: dict[str, Callable[[ChunkLayout, Any, str], None]] = {
     "rank": lambda layout, value, where: layout._set_rank(_rank_value(value, where), where),
     "inner_order": lambda layout, v, where: layout._merge_inner_order(v, True, where),
-    "inner_order_soft_constraint": lambda layout, v, where: layout._merge_inner_order(v, False, where),
+    "inner_order" + _SOFT: lambda layout, v, where: layout._merge_inner_order(v, False, where),
     "grid_origin": lambda layout, v, where: layout._merge_origin(v, True, where),
-    "grid_origin_soft_constraint": lambda layout, v, where: layout._merge_origin(v, False, where),
+    "grid_origin" + _SOFT: lambda layout, v, where: layout._merge_origin(v, False, where),
     **{prefix: _layout_grid_keyword(prefix) for prefix in _GRID_PREFIXES},
 }
 
@@ -758,9 +765,12 @@ _MAX_FLOAT_BITS = struct.unpack("<q", struct.pack("<d", 1.7976931348623157e308))
 
 
 def _scaled_size(factor: float, aspect: float, bound: int) -> int:
-    """floor(factor * aspect) in double precision, clamped to [1, bound] (as TensorStore does)."""
-    scaled = factor * aspect
-    return bound if scaled >= bound else max(1, math.floor(scaled))
+    """floor(factor * aspect), clamped to [1, bound], all in double precision as TensorStore does.
+
+    The clamp is done in doubles too, so a bound above 2**53 may round up (2**62 - 2 becomes
+    2**62): TensorStore's choice then differs from exact arithmetic, and so does ours.
+    """
+    return max(1, math.floor(min(factor * aspect, float(bound))))
 
 
 SizeRule = Callable[[float], int]
@@ -769,8 +779,11 @@ SizeRule = Callable[[float], int]
 def _grow(rules: Sequence[SizeRule], budget: int) -> tuple[int, ...]:
     """Sizes at the largest scale factor whose chunk still holds at most `budget` elements.
 
-    Every rule is non-decreasing in the factor, so the element count is too; the search runs
-    over all non-negative doubles, ordered by their bit patterns.
+    The rules are non-decreasing in the factor, so the element count is too, and a bisection
+    over all non-negative doubles (ordered by their bit patterns) finds that factor exactly.
+    One exception: a read size that finds no divisor of the write size within SNAP_REACH jumps
+    to the whole write size, so the count is not monotone there; the result then depends on the
+    search path, and may differ from TensorStore's.
     """
     def sizes(bits: int) -> tuple[int, ...]:
         factor = _float_from_bits(bits)
@@ -779,8 +792,10 @@ def _grow(rules: Sequence[SizeRule], budget: int) -> tuple[int, ...]:
     def fits(bits: int) -> bool:
         return math.prod(sizes(bits)) <= budget
 
-    if not fits(0) or fits(_MAX_FLOAT_BITS):
-        return sizes(0 if not fits(0) else _MAX_FLOAT_BITS)
+    if not fits(0):
+        return sizes(0)  # even the smallest chunk is over budget
+    if fits(_MAX_FLOAT_BITS):
+        return sizes(_MAX_FLOAT_BITS)  # every free size reached its bound
     low, high = 0, _MAX_FLOAT_BITS
     while high - low > 1:
         middle = (low + high) // 2
@@ -947,7 +962,8 @@ def choose_chunk_shapes(
     write = layout.write_chunk
     if not sharding:
         write._merge_grid(layout.read_chunk, False, _GRID_MEMBERS, "write_chunk")
-        read_shape = write_shape = _choose_read(extents, _Wants(write, extents), [None] * len(extents))
+        unfixed = [None] * len(extents)
+        read_shape = write_shape = _choose_read(extents, _Wants(write, extents), unfixed)
     else:
         read_shape, write_shape = _choose(
             extents, _Wants(layout.read_chunk, extents), _Wants(write, extents))

@@ -175,7 +175,8 @@ def _into_sharding(sharded: ChainSpec, other: ChainSpec, where: str,
     shard = result.array_bytes
     assert shard is not None
     inner = shard.config.get("codecs")
-    shard.config["codecs"] = other if inner is None else merge(inner, other, where, rank=rank)
+    shard.config["codecs"] = other if inner is None else merge(inner, other, where,
+                                                               strict=False, rank=rank)
     return result
 
 
@@ -183,22 +184,24 @@ def merge(a: ChainSpec | None, b: ChainSpec | None, where: str = "codecs", *,
           strict: bool = True, rank: int | None = None) -> ChainSpec | None:
     """Both chains' constraints in one; SpecError naming `where` when they contradict.
 
-    Not strict: a chain with a sharding codec and one without combine by merging the latter
-    into the sharding codec's sub-chunk codecs (schema codecs describe the innermost chunks).
+    Not strict: when `a` has a sharding codec and `b` has none, `b` is merged into the
+    sharding codec's sub-chunk codecs (a schema's codecs then describe the innermost chunks).
+    As in TensorStore this is one-way: a sharding codec in `b` must match `a` as it is.
     """
     if a is None or b is None:
         return copy.deepcopy(a if b is None else b)
-    if not strict and (a.sharding is None) != (b.sharding is None):
-        if a.sharding is not None:
-            return _into_sharding(a, b, where, rank)
-        return _into_sharding(b, a, where, rank)
+    if not strict and a.sharding is not None and b.sharding is None:
+        return _into_sharding(a, b, where, rank)
     ab = a.array_bytes
     if ab is not None and b.array_bytes is not None:
         ab = _merge_codec(ab, b.array_bytes, where, rank)
     elif ab is None:
         ab = copy.deepcopy(b.array_bytes)
-    return ChainSpec(_merge_list(a.array_array, b.array_array, "array -> array", where, rank),
-                     ab, _merge_list(a.bytes_bytes, b.bytes_bytes, "bytes -> bytes", where, rank))
+    # Not strict, `b` without array -> array codecs leaves `a`'s (TensorStore's asymmetry).
+    aa = a.array_array if not strict and b.array_array == [] else \
+        _merge_list(a.array_array, b.array_array, "array -> array", where, rank)
+    return ChainSpec(aa, ab, _merge_list(a.bytes_bytes, b.bytes_bytes, "bytes -> bytes", where,
+                                         rank))
 
 
 # -- orders and chunk shapes -----------------------------------------------------------------

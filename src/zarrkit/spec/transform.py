@@ -556,36 +556,65 @@ def _array_terms(value: Any, group: int) -> list[tuple[Any, ...]]:
 def _slice_dim(s: slice, domain: IndexDomain, j: int) -> tuple[tuple[int, int, bool, bool],
                                                                   int, int]:
     """((lo, hi, implicit_lo, implicit_hi), offset, stride) of a slice of old dimension j."""
-    lo, hi = domain.inclusive_min[j], domain.exclusive_max[j]
-    ilo, ihi = domain.implicit_lower_bounds[j], domain.implicit_upper_bounds[j]
     step = 1 if s.step is None else int(s.step)
     if step == 0:
         raise SelectionError(f"slice step cannot be zero (dimension {j})")
-    if step > 0:
-        start = lo if s.start is None else int(s.start)
-        stop = hi if s.stop is None else int(s.stop)
-        flags = (s.start is None and ilo, s.stop is None and ihi)
-        count = stop - start
-    else:
-        start = hi - 1 if s.start is None else int(s.start)
-        stop = lo - 1 if s.stop is None else int(s.stop)
-        flags = (s.start is None and ihi, s.stop is None and ilo)
-        count = start - stop
-    if count < 0:
-        raise SelectionError(f"slice {start}:{stop}:{step} of dimension {j} is not a valid "
-                             "interval (stop before start)")
-    first, last = (start, stop - 1) if step > 0 else (stop + 1, start)
-    _check_contained(first, last, domain, j, count)
-    n = -(-count // abs(step))
-    new_lo = _trunc_div(start, step)
-    return (new_lo, new_lo + n, flags[0], flags[1]), start - step * new_lo, step
+    start = None if s.start is None else int(s.start)
+    stop = None if s.stop is None else int(s.stop)
+    first, last, flags = (_forward if step > 0 else _backward)(start, stop, domain, j, step)
+    _check_contained(first, last, domain, j, last - first + 1)
+    # The phase (which indices are hit) comes from the start; the bounds from [first, last].
+    phase = start if start is not None else (domain.inclusive_min[j] if step > 0
+                                             else domain.exclusive_max[j] - 1)
+    offset = phase - step * _trunc_div(phase, step)
+    lo_end, hi_end = (first, last) if step > 0 else (last, first)
+    new_lo = -((offset - lo_end) // step)  # ceil((lo_end - offset) / step)
+    new_hi = (hi_end - offset) // step + 1  # floor((hi_end - offset) / step) + 1
+    return (new_lo, max(new_lo, new_hi), flags[0], flags[1]), offset, step
+
+
+def _invalid(start: int, stop: int, step: int, j: int) -> SelectionError:
+    return SelectionError(f"slice {start}:{stop}:{step} of dimension {j} is not a valid "
+                          "interval (stop before start)")
+
+
+def _forward(start: int | None, stop: int | None, domain: IndexDomain, j: int,
+             step: int) -> tuple[int, int, tuple[bool, bool]]:
+    """[first, last] selected by a positive step; omitted bounds keep their implicit flag."""
+    first = domain.inclusive_min[j] if start is None else start
+    end = domain.exclusive_max[j] if stop is None else stop
+    if end < first:
+        raise _invalid(first, end, step, j)
+    flags = (start is None and domain.implicit_lower_bounds[j],
+             stop is None and domain.implicit_upper_bounds[j])
+    return first, end - 1, flags
+
+
+def _backward(start: int | None, stop: int | None, domain: IndexDomain, j: int,
+              step: int) -> tuple[int, int, tuple[bool, bool]]:
+    """[first, last] selected by a negative step, as TensorStore computes it: a bound given
+    alone (the other omitted) yields to the domain's bound on its side when that is implicit,
+    and the new bound stays implicit."""
+    lo, hi = domain.inclusive_min[j], domain.exclusive_max[j]
+    ilo, ihi = domain.implicit_lower_bounds[j], domain.implicit_upper_bounds[j]
+    raw_start = hi - 1 if start is None else start
+    raw_stop = lo - 1 if stop is None else stop
+    if raw_start < raw_stop:
+        raise _invalid(raw_start, raw_stop, step, j)
+    ignore_start = start is not None and stop is None and ihi
+    ignore_stop = stop is not None and start is None and ilo
+    last = hi - 1 if start is None or ignore_start else start
+    first = lo if stop is None or ignore_stop else stop + 1
+    both_omitted = start is None and stop is None
+    flags = ((both_omitted and ihi) or ignore_start, (both_omitted and ilo) or ignore_stop)
+    return first, last, flags
 
 
 def _check_contained(first: int, last: int, domain: IndexDomain, j: int, count: int) -> None:
     lo, hi = domain.inclusive_min[j], domain.exclusive_max[j]
     below = not domain.implicit_lower_bounds[j] and first < lo
     above = not domain.implicit_upper_bounds[j] and last >= hi
-    if count and (below or above):
+    if count > 0 and (below or above):
         raise SelectionError(f"slice [{first}, {last + 1}) is not contained within the domain "
                              f"[{lo}, {hi}) of dimension {j}")
 

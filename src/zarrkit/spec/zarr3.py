@@ -251,22 +251,18 @@ def _merged_attributes(c: MetadataConstraints, schema: Schema, rank: int) -> dic
     return attributes
 
 
-def _chain_constraints(chain: ChainSpec | None, layout: ChunkLayout,
-                       rank: int) -> tuple[ChunkLayout, bool]:
-    """The layout with the read chunk shape a chain's sharding codec fixes, and whether a
-    sharding codec may separate read and write chunks (not when the codecs have none)."""
-    if chain is None:
-        return layout, True
-    if chain.sharding is None:
-        return layout, False
-    read = read_chunk_shape(chain, (1,) * rank, "metadata.codecs")
+def _read_constraint(chain: ChainSpec | None, layout: ChunkLayout, rank: int) -> ChunkLayout:
+    """The layout with the read chunk shape a chain's sharding codec fixes, if it does."""
+    if chain is None or chain.sharding is None:
+        return layout
+    read = read_chunk_shape(chain, (1,) * rank, "codecs")
     if read is not None:
         try:
             layout.update(read_chunk_shape=list(read))
         except SpecError as exc:
-            raise SpecError(f"codecs: the sharding chunk_shape {list(read)} conflicts "
-                            f"with chunk_layout: {exc}") from None
-    return layout, True
+            raise SpecError(f"codecs: the sharding chunk_shape {list(read)} conflicts with "
+                            f"chunk_layout: {exc}") from None
+    return layout
 
 
 def _schema_chain(schema: Schema) -> ChainSpec | None:
@@ -282,17 +278,20 @@ def _choose_codecs(c: MetadataConstraints, schema: Schema, data_type: DataType,
     codecs: sharding inserted when read and write chunks differ, the schema's codecs merged
     into the innermost chain, and a transpose appended there for the inner order."""
     rank = len(shape)
-    extra = _schema_chain(schema)
+    meta, extra = c.codecs, _schema_chain(schema)
+    if meta is not None and extra is not None and extra.sharding is not None:
+        # A sharding codec in the schema joins the metadata's codecs as they are.
+        meta, extra = merge(meta, extra, "codec.codecs", rank=rank), None
     layout = schema.chunk_layout
     order = layout.inner_order or layout.inner_order_soft_constraint
     if order is not None and len(order) == rank:
-        check_inner_order(c.codecs, order, rank, "metadata.codecs")
-    layout, sharding = _chain_constraints(c.codecs, layout, rank)
-    if c.codecs is None and extra is not None and extra.sharding is not None:
-        layout, _ = _chain_constraints(extra, layout, rank)
+        check_inner_order(meta, order, rank, "metadata.codecs")
+    # Codecs given in the metadata without a sharding codec keep read and write chunks equal.
+    sharding = c.codecs is None or c.codecs.sharding is not None
+    layout = _read_constraint(meta if meta is not None else extra, layout, rank)
     read, write = choose_chunk_shapes(shape, layout, metadata_chunk_shape=c.chunk_shape,
                                       sharding=sharding, dtype_size=data_type.item_size)
-    chain = c.codecs
+    chain = meta
     if chain is None and read != write:
         chain = with_sharding(None, read)
     chain = merge(chain, extra, "codec.codecs", strict=False, rank=rank)
@@ -421,6 +420,10 @@ def fill_value_json(md: Any) -> Any:
 # -- checking a stored array against constraints ----------------------------------------------
 
 
+def _list(value: tuple[int, ...] | None) -> list[int] | None:
+    return None if value is None else list(value)
+
+
 def _expect(name: str, wanted: Any, found: Any) -> None:
     if wanted is not None and wanted != found:
         raise SpecError(f"metadata.{name}: expected {wanted!r} but the stored array has "
@@ -428,10 +431,9 @@ def _expect(name: str, wanted: Any, found: Any) -> None:
 
 
 def _check_metadata(md: Any, c: MetadataConstraints) -> None:
-    _expect("shape", c.shape and list(c.shape), list(md.shape))
+    _expect("shape", _list(c.shape), list(md.shape))
     _expect("data_type", c.data_type and c.data_type.to_json(), md.data_type.to_json())
-    _expect("chunk_grid.configuration.chunk_shape", c.chunk_shape and list(c.chunk_shape),
-            list(md.chunk_shape))
+    _expect("chunk_grid.configuration.chunk_shape", _list(c.chunk_shape), list(md.chunk_shape))
     if c.chunk_key_encoding is not None:
         wanted = ChunkKeyEncoding.from_json(c.chunk_key_encoding)
         if wanted != md.chunk_key_encoding:

@@ -1,0 +1,189 @@
+"""Lazy views (index transforms) and TensorStore-style resizing, compared with TensorStore's
+own views: the same domains, the same data read, the same effect of writes, the same errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorstore as ts
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import zarrkit
+
+SHAPE = (4, 5, 6)
+DATA = np.arange(np.prod(SHAPE), dtype=np.int32).reshape(SHAPE)
+
+
+def _pair(tmp_path_factory, chunks=(2, 2, 4)):
+    t = ts.open({"driver": "zarr3", "kvstore": {"driver": "memory"}}, create=True,
+                dtype=ts.int32, shape=SHAPE).result()
+    t[...] = DATA
+    path = tmp_path_factory.mktemp("views")
+    a = zarrkit.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path)}},
+                     create=True, dtype="int32", shape=list(SHAPE),
+                     chunk_layout=zarrkit.ChunkLayout(chunk_shape=list(chunks)))
+    a[...] = DATA
+    return t, a
+
+
+EXPRESSIONS = [
+    "x[1, :, [0,1]]", "x[[0,1], :, 1]", "x[1, [0,1]]", "x.oindex[1, [0,1], [2,3]]",
+    "x.vindex[1, :, [0,1]]", "x.vindex[:, [0,1], [1,2]]", "x[np.ones((4,5),bool)]",
+    "x.oindex[np.ones((4,5),bool)]", "x.vindex[np.ones((4,5),bool)]",
+    "x[..., np.array([True,False,True,False,True,False])]", "x[NEW, 1]", "x.oindex[NEW, 1]",
+    "x[1:-1]", "x[:, 0:6]", "x[0:0]", "x[2:2]", "x[3:3:2]", "x[np.array(1)]",
+    "x[[[0,1],[2,3]], 0]", "x.translate_to[-3, None, 2]", "x.translate_to[None]",
+    "x.label['a', 'b', 'c'][:, 1]", "x.label['a','b','c'].transpose([2,0,1])", "x.label['a']",
+    "x.label['a','a','c']", "x[NEW][::2]", "x.translate_by[1,2,3][2]", "x.T[1:3]",
+    "x[1:3:2][...,NEW].T", "x[::-1]", "x[3:0:-2, ::2, 5:1:-3]", "x[::-1][::2]", "x[1:4:2][1]",
+    "x.translate_to[10][11:13, [1,4]]", "x.T.oindex[[5,0], :, [3,1]]", "x[[1,2],[3,4]][::-1]",
+    "x.vindex[[[1],[2]], [3,4]][1]", "x[..., 2][[0, 3], 1:3]", "x[:, NEW, 1:3][..., 0]",
+    "x[-1]", "x[4]", "x[0:5]", "x[:, 5:]", "x[[3,3,0], 1:2]", "x.transpose([1,0,2])[[4,0]]",
+    "x.label['a','b','c'].T[0]", "x[1:3].translate_by[-1][0]", "x[[0,1]][:, [0,1]]",
+    "x.oindex[[0,1]].vindex[[0,1],[1,0]]", "x[5:2]", "x[..., ...]", "x[0, 0, 0, 0]",
+]
+
+
+def _outcome(x, expression, newaxis):
+    try:
+        view = eval(expression, {"x": x, "np": np, "NEW": newaxis})  # noqa: S307 - test table
+        return "ok", view.domain.to_json(), np.asarray(view.read().result())
+    except (ValueError, IndexError, TypeError) as exc:
+        return "error", type(exc).__name__, None
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    return _pair(tmp_path_factory)
+
+
+@pytest.mark.parametrize("expression", EXPRESSIONS)
+def test_views_like_tensorstore(pair, expression):
+    t, a = pair
+    expected = _outcome(t, expression, ts.newaxis)
+    actual = _outcome(a.view, expression, None)
+    assert expected[0] == actual[0], (expected[:2], actual[:2])
+    if expected[0] == "ok":
+        assert expected[1] == actual[1]
+        assert expected[2].shape == actual[2].shape and (expected[2] == actual[2]).all()
+
+
+def test_view_write_and_futures(tmp_path_factory):
+    t, a = _pair(tmp_path_factory)
+    for x in (t, a):
+        x.translate_to[10, 0, 0][11:13, ::2, [5, 0]].write(np.full((2, 3, 2), -1, np.int32)).result()
+        x.T.vindex[[0, 1], :, [3, 2]].write(np.array([[7], [8]], np.int32)).result()
+    assert (t.read().result() == a[...]).all()
+    future = a.view[0].read()
+    assert future.result().shape == (5, 6)
+    a.label["z", "y", "x"][2:4][...] = 0
+    assert (a[2:4] == 0).all()
+    assert a.view.domain.labels == ("", "", "")
+    assert np.asarray(a.T).shape == (6, 5, 4)
+
+
+def test_view_bounds_are_checked_on_read(tmp_path_factory):
+    t, a = _pair(tmp_path_factory)
+    with pytest.raises(ValueError):
+        t[0:10].read().result()
+    with pytest.raises(zarrkit.SelectionError):
+        a.view[0:10].read().result()
+
+
+@st.composite
+def _operation(draw, domain):
+    """One random operation valid or invalid for `domain` (a TensorStore IndexDomain)."""
+    rank = domain.rank
+    kind = draw(st.sampled_from(["index", "index", "oindex", "vindex", "translate_to",
+                                 "translate_by", "transpose", "label"]))
+    if kind == "translate_to":
+        return kind, [draw(st.one_of(st.none(), st.integers(-5, 5))) for _ in range(rank)]
+    if kind == "translate_by":
+        return kind, [draw(st.integers(-5, 5)) for _ in range(rank)]
+    if kind == "transpose":
+        return kind, list(draw(st.permutations(range(rank))))
+    if kind == "label":
+        return kind, [f"d{i}" for i in draw(st.permutations(range(rank)))]
+    terms = []
+    for lo, hi in zip(domain.inclusive_min, domain.exclusive_max, strict=True):
+        term = draw(st.sampled_from(["int", "slice", "array", "all"]))
+        if term == "int":
+            terms.append(draw(st.integers(lo - 1, hi)))
+        elif term == "slice":
+            step = draw(st.sampled_from([None, 1, 2, -1, -2]))
+            start = draw(st.one_of(st.none(), st.integers(lo, hi)))
+            stop = draw(st.one_of(st.none(), st.integers(lo - 1, hi)))
+            terms.append(slice(start, stop, step))
+        elif term == "array" and kind != "index" or (term == "array" and hi > lo):
+            terms.append(draw(st.lists(st.integers(lo, max(lo, hi - 1)), min_size=1,
+                                       max_size=3)))
+        else:
+            terms.append(slice(None))
+    return kind, tuple(terms)
+
+
+def _apply(x, op, newaxis):
+    kind, arg = op
+    if kind in ("transpose",):
+        return x.transpose(arg)
+    if kind == "index":
+        return x[arg]
+    return getattr(x, kind)[tuple(arg) if isinstance(arg, list) else arg]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_random_view_chains_like_tensorstore(pair, data):
+    t, a = pair
+    tv, zv = t, a.view
+    for _ in range(data.draw(st.integers(1, 3))):
+        op = data.draw(_operation(tv.domain))
+        try:
+            tv = _apply(tv, op, ts.newaxis)
+        except (ValueError, IndexError, TypeError):
+            with pytest.raises((zarrkit.SelectionError, zarrkit.SpecError)):
+                _apply(zv, op, None)
+            return
+        zv = _apply(zv, op, None)
+        assert tv.domain.to_json() == zv.domain.to_json(), op
+    try:
+        expected = tv.read().result()
+    except ValueError:
+        with pytest.raises(zarrkit.SelectionError):
+            zv.read().result()
+        return
+    assert (expected == zv.read().result()).all()
+
+
+# -- resize --------------------------------------------------------------------------------
+
+
+def test_resize_keywords_like_tensorstore(tmp_path):
+    t = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path / "t")}},
+                create=True, dtype=ts.uint8, shape=[4, 4]).result()
+    a = zarrkit.open({"driver": "zarr3", "kvstore": {"driver": "file",
+                                                     "path": str(tmp_path / "a")}},
+                     create=True, dtype="uint8", shape=[4, 4])
+    t[...] = 1
+    a[...] = 1
+    steps = [dict(exclusive_max=[6, None]), dict(exclusive_max=[2, None], expand_only=True),
+             dict(exclusive_max=[2, 2], shrink_only=True), dict(exclusive_max=[3, 3],
+                                                                 shrink_only=True),
+             dict(inclusive_min=[1, None], exclusive_max=[3, 3]),
+             dict(exclusive_max=[4, 4], resize_metadata_only=True)]
+    for step in steps:
+        try:
+            t = t.resize(**step).result()
+            ok = True
+        except ValueError:
+            ok = False
+        if ok:
+            assert a.resize(**step) is a
+            assert a.domain.to_json() == t.domain.to_json()
+            assert (a[...] == t.read().result()).all()
+        else:
+            with pytest.raises(zarrkit.SelectionError):
+                a.resize(**step)
+    a.resize(5, 5)  # the zarr-python style still works
+    assert a.shape == (5, 5)
