@@ -69,7 +69,7 @@ class ChunkCache:
                 return  # invalidated while it was being read: it may be stale
             old = self._entries.pop(entry, None)
             self._bytes += size - (0 if old is None else old[0].nbytes)
-            self._entries[entry] = (chunk, time.monotonic())
+            self._entries[entry] = (chunk, time.time())  # wall clock: bounds are epoch times
             self._subkeys.setdefault(store_key, set()).add(entry[2])
             self._evict()
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
@@ -382,19 +382,3 @@ def resolve(chain: ChainSpec | None, itemsize: int, chunk_shape: Sequence[int],
             where: str = "metadata.codecs") -> list[dict[str, Any]]:
     """The complete codec list for a new array, with TensorStore's defaults filled in."""
     return _resolve(chain, itemsize, list(chunk_shape), where)
-
-
-def sharding_spec(chain: ChainSpec | None) -> CodecSpec1 | None:
-    return None if chain is None else chain.sharding
-
-
-def without_order_names(chain: ChainSpec, rank: int) -> ChainSpec:
-    """A copy with "C"/"F" transpose orders spelled out (for comparisons and output)."""
-    chain = copy.deepcopy(chain)
-    for codec in chain.array_array or []:
-        codec.config = {**codec.config, "order": _transpose_order(codec, rank, "codecs")}
-    shard = chain.sharding
-    if shard is not None and isinstance(shard.config.get("codecs"), ChainSpec):
-        shard.config = {**shard.config,
-                        "codecs": without_order_names(shard.config["codecs"], rank)}
-    return replace(chain)

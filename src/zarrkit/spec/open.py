@@ -142,6 +142,9 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
     if check_driver(json) == "zarr":
         return _open_zarr2(json, options)
     mode = _mode(json, options)
+    if json.get("fill_missing_data_reads", True) is not True:
+        raise SpecError("fill_missing_data_reads: only true is supported (missing chunks read "
+                        "as the fill value)")
     transform = IndexTransform.from_json(json["transform"]) if "transform" in json else None
     constraints = MetadataConstraints.from_json(json.get("metadata"))
     schema = _schema(json, options, transform)

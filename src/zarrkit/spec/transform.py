@@ -445,6 +445,9 @@ class IndexTransform:
             if m.method == "single_input_dimension":
                 output.append(_scale(inner.output[m.input_dimension], m.offset, m.stride))
                 continue
+            if inner.domain.size == 0:  # no index is used: TensorStore makes it constant 0
+                output.append(_constant(0))
+                continue
             output.append(_array_map(_gather(m.index_array, self.domain, inner, coords)))
         return IndexTransform(inner.domain, tuple(output))
 
@@ -610,6 +613,13 @@ def _backward(start: int | None, stop: int | None, domain: IndexDomain, j: int,
     return first, last, flags
 
 
+def certainly_empty(domain: IndexDomain) -> bool:
+    """Some dimension is empty between explicit bounds (implicit bounds may still move)."""
+    return any(hi <= lo and not (il or iu) for lo, hi, il, iu in zip(
+        domain.inclusive_min, domain.exclusive_max, domain.implicit_lower_bounds,
+        domain.implicit_upper_bounds, strict=True))
+
+
 def _check_contained(first: int, last: int, domain: IndexDomain, j: int, count: int) -> None:
     lo, hi = domain.inclusive_min[j], domain.exclusive_max[j]
     below = not domain.implicit_lower_bounds[j] and first < lo
@@ -638,6 +648,10 @@ class _Builder:
         self.dims: list[tuple[int, int, bool, bool, str]] = []
         self.maps: list[Any] = []  # per old dim: ("const", v) | ("single", off, stride, k)
         #                                         | ("array", arr, first_new_dim)
+        # Integer indices are checked once the domain is known, and not if it is certainly
+        # empty (no index is then used); index arrays are checked only when data moves. So
+        # TensorStore does it.
+        self.checks: list[tuple[Any, IndexDomain, int]] = []
 
     def new_dim(self, lo: int, hi: int, ilo: bool, ihi: bool, label: str) -> int:
         self.dims.append((lo, hi, ilo, ihi, label))
@@ -646,6 +660,9 @@ class _Builder:
     def transform(self) -> IndexTransform:
         rank = len(self.dims)
         domain = IndexDomain(*(tuple(d[i] for d in self.dims) for i in range(5)))
+        if not certainly_empty(domain):
+            for values, old, j in self.checks:
+                _check_index(values, old, j)
         output = []
         for m in self.maps:
             if m[0] == "const":
@@ -702,7 +719,6 @@ def _numpy_like(domain: IndexDomain, terms: list[tuple[Any, ...]], broadcast: li
         if kind == "array":
             if first is None:
                 first = place_arrays()
-            _check_index(broadcast[k], domain, old)
             b.maps.append(("array", broadcast[k], first))
             k += 1
         else:
@@ -713,7 +729,7 @@ def _numpy_like(domain: IndexDomain, terms: list[tuple[Any, ...]], broadcast: li
 
 def _basic_term(b: _Builder, term: tuple[Any, ...], domain: IndexDomain, old: int) -> None:
     if term[0] == "int":
-        _check_index(term[1], domain, old)
+        b.checks.append((term[1], domain, old))
         b.maps.append(("const", term[1]))
         return
     (lo, hi, ilo, ihi), offset, stride = _slice_dim(term[1], domain, old)
@@ -735,7 +751,6 @@ def _outer(domain: IndexDomain, terms: list[tuple[Any, ...]]) -> IndexTransform:
                 placed[group] = len(b.dims)
                 for n in array.shape:
                     b.new_dim(0, n, False, False, "")
-            _check_index(array, domain, old)
             b.maps.append(("array", array, placed[group]))
         else:
             _basic_term(b, term, domain, old)

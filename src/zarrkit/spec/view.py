@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SelectionError
-from .transform import IndexDomain, IndexTransform, OutputIndexMap
+from .transform import IndexDomain, IndexTransform, OutputIndexMap, certainly_empty
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -41,6 +41,7 @@ class View:
         if transform.output_rank != len(base.shape):
             raise SelectionError(f"transform has output rank {transform.output_rank}, the "
                                  f"array has rank {len(base.shape)}")
+        _check_constants(transform)
         self.base = base
         self.transform = transform
 
@@ -144,6 +145,17 @@ class _Op:
 
 
 # -- execution -------------------------------------------------------------------------------
+
+
+def _check_constants(transform: IndexTransform) -> None:
+    """Constant indices below the array's origin are refused when a view is made (its upper
+    bounds are resizable, so larger ones are only checked when data moves)."""
+    if certainly_empty(transform.domain):
+        return
+    for i, m in enumerate(transform.output):
+        if m.method == "constant" and m.offset < 0:
+            raise SelectionError(f"index {m.offset} is outside the valid range [0, +inf) of "
+                                 f"array dimension {i}")
 
 
 def _range(m: OutputIndexMap, domain: IndexDomain) -> tuple[int, int]:
