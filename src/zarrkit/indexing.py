@@ -175,6 +175,13 @@ class Plan:
         self.out_shape = (shape[axis],) + shape[:axis] + shape[axis + 1:]
 
     @property
+    def nchunks_hint(self) -> int:
+        """An upper bound on the number of chunks touched, without iterating the plan."""
+        if self._vectorized is not None:
+            return len(self._vectorized[0])
+        return math.prod(len(d.parts) for d in self._dims)
+
+    @property
     def nitems(self) -> int:
         return math.prod(self.buffer_shape)
 

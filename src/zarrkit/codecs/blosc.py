@@ -17,6 +17,11 @@ CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
 SHUFFLES = ("noshuffle", "shuffle", "bitshuffle")
 _HEADER = 16
 _MAX_INPUT = _blosc.MAX_BUFFERSIZE
+# zarrkit runs codecs on its own thread pool (and in the calling thread). numcodecs would give
+# calls from the main thread c-blosc's internal threads as well, which only adds hand-offs and
+# contention on top (2x slower small reads measured), so unless the user chose, it is off.
+if _blosc.use_threads is None:
+    _blosc.use_threads = False
 _AVAILABLE = frozenset(_blosc.list_compressors())  # numcodecs' c-blosc is built without snappy
 _HEADER_CODES = ("blosclz", "lz4", "snappy", "zlib", "zstd")  # header flags, bits 5-7
 _MEMCPYED = 0x02  # header flag: stored uncompressed

@@ -7,6 +7,7 @@ hands it a `ChunkedArray` describing the array.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,6 +109,20 @@ def read(arr: ChunkedArray, plan: Plan) -> np.ndarray:
     return plan.finish(out)
 
 
+#: Below this much decoded data a read runs in the calling thread: handing a few small chunks to
+#: the pool costs more (thread wake-ups, GIL hand-offs) than decoding them.
+INLINE_READ_BYTES = int(os.environ.get("ZARRKIT_INLINE_READ_BYTES", 1 << 22))
+
+
+def _small(arr: ChunkedArray, plan: Plan) -> bool:
+    chunk_bytes = math.prod(arr.read_chunk_shape) * arr.dtype.itemsize
+    return plan.nchunks_hint * chunk_bytes <= INLINE_READ_BYTES
+
+
+def _run(fn: Callable[[Any], Any], items: list[Any], inline: bool) -> list[Any]:
+    return [fn(item) for item in items] if inline else run_all(fn, items)
+
+
 def _prefill(out: np.ndarray, fill: Any) -> None:
     """Fill the output before any chunk lands in it. Missing chunks then need no copy, and the
     fresh pages are faulted in by sequential runs, several threads at once, rather than chunk row
@@ -138,7 +153,7 @@ def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
         if chunk is not None:  # missing chunks are already the fill value
             out[p.out_selection] = chunk[p.chunk_selection]
 
-    run_all(task, list(plan))
+    _run(task, list(plan), _small(arr, plan))
 
 
 def _group_by_shard(plan: Plan, cps: tuple[int, ...]) -> dict[tuple[int, ...], list[Any]]:
@@ -175,8 +190,9 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
     if len(groups) >= concurrency():  # enough shards to keep every thread busy
         run_all(lambda g: [place(item) for item in fetch(g)], groups)
     else:  # few shards: fetch them, then decode their inner chunks in parallel
-        items = [item for fetched in run_all(fetch, groups) for item in fetched]
-        run_all(place, items)
+        small = _small(arr, plan)
+        items = [item for fetched in _run(fetch, groups, small) for item in fetched]
+        _run(place, items, small)
 
 
 def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
