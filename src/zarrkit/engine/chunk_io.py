@@ -67,13 +67,13 @@ def decode_chunk(chain: CodecChain, data: Buffer, key: str) -> np.ndarray:
 def is_fill(chunk: np.ndarray, fill: Any) -> bool:
     """True when every element has exactly the fill value's bits (so NaN == NaN, -0.0 != 0.0)."""
     dt = chunk.dtype
-    if dt.kind in "biu" and dt.itemsize <= 8 and dt.names is None:
-        return not np.any(chunk != fill)
     if dt.hasobject:  # object elements (v2 variable-length strings) have no bits to compare
         return all(type(v) is type(fill) and v == fill for v in chunk.flat)
     fill_arr = np.asarray(fill, dtype=dt).reshape(1)
     if chunk.size and chunk[(0,) * chunk.ndim].tobytes() != fill_arr.tobytes():
         return False  # the usual case for data: decided by the first element, no full pass
+    if dt.kind in "biu" and dt.itemsize <= 8 and dt.names is None:
+        return not np.any(chunk != fill)
     if dt.itemsize in (1, 2, 4, 8):
         u = np.dtype(f"u{dt.itemsize}")
         return not np.any(np.ascontiguousarray(chunk).view(u) != fill_arr.view(u)[0])
