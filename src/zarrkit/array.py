@@ -23,11 +23,12 @@ from .indexing import (
 )
 from .kvstore.base import KvStore
 from .metadata.v3 import ArrayMetadataV3
+from .node import Node
 from .spec.node import SpecNode
 from .v2_chunk_keys import chunk_store
 
 
-class Array(SpecNode):
+class Array(Node, SpecNode):
     """A Zarr array. Index it like a numpy array; `oindex`/`vindex` for array indices."""
 
     def __init__(self, store: KvStore, path: str, metadata: ArrayMetadataV3, *,
@@ -53,14 +54,7 @@ class Array(SpecNode):
             cache=self._cache_binding())
 
     # -- description -----------------------------------------------------------------------------
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """The metadata document (zarr.json) as a dict."""
-        return self._metadata.to_json()
 
-    @property
-    def zarr_format(self) -> int:
-        return formats.format_of(self._metadata)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -105,13 +99,7 @@ class Array(SpecNode):
     def dimension_names(self) -> tuple[str | None, ...] | None:
         return self._metadata.dimension_names
 
-    @property
-    def name(self) -> str:
-        return "/" + self.path
 
-    @property
-    def basename(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
 
     @property
     def nchunks(self) -> int:

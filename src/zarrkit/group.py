@@ -15,9 +15,10 @@ from .kvstore.base import KvStore
 from .metadata.consolidated import ConsolidatedView
 from .metadata.names import normalize_path, validate_node_name
 from .metadata.v3 import GroupMetadataV3
+from .node import Node
 
 
-class Group(Mapping[str, Any]):
+class Group(Node, Mapping[str, Any]):
     def __init__(self, store: KvStore, path: str, metadata: GroupMetadataV3, *,
                  read_only: bool = False) -> None:
         self.store = store
@@ -29,21 +30,9 @@ class Group(Mapping[str, Any]):
         self._consolidated: ConsolidatedView | None = None
 
     # -- description -----------------------------------------------------------------------------
-    @property
-    def metadata(self) -> dict[str, Any]:
-        return self._metadata.to_json()
 
-    @property
-    def zarr_format(self) -> int:
-        return formats.format_of(self._metadata)
 
-    @property
-    def name(self) -> str:
-        return "/" + self.path
 
-    @property
-    def basename(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
 
     @property
     def attrs(self) -> Attributes:
