@@ -1,5 +1,14 @@
 """zarrkit: a fast, complete implementation of the Zarr storage format."""
 
+import warnings as _warnings
+
+with _warnings.catch_warnings(record=True):
+    # numcodecs deprecates its own use of the `crc32c` package; zarrkit uses that package
+    # directly (it checksums memoryviews without a copy), so the warning is not for our users.
+    # Recorded and dropped (numcodecs installs its own filter, so ignoring would not hold);
+    # imported first, before any module of ours imports numcodecs.
+    import numcodecs as _numcodecs  # noqa: F401
+
 from .api import (
     array,
     create,

@@ -3,14 +3,6 @@
 Importing this package registers every built-in codec.
 """
 
-import warnings
-
-with warnings.catch_warnings():
-    # numcodecs deprecates its own use of the `crc32c` package; zarrkit uses that package
-    # directly (it checksums memoryviews without a copy), so the warning is not for our users.
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import numcodecs  # noqa: F401
-
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
 from .blosc import BloscCodec
 from .bytes import BytesCodec
