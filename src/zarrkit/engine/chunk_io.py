@@ -262,11 +262,21 @@ def _written_keys(arr: ChunkedArray, plan: Plan) -> set[str]:
     return {arr.key(shard) for shard in _group_by_shard(plan, arr.sharding.chunks_per_shard)}
 
 
-def _encoded(arr: ChunkedArray, chunk: np.ndarray) -> Buffer | None:
-    """The bytes to store for a chunk; None when it is the fill value and is not stored."""
+def _encoded(arr: ChunkedArray, chain: CodecChain, chunk: np.ndarray) -> Buffer | None:
+    """The bytes to store for a chunk (or inner chunk, with the inner chain); None when it is
+    the fill value and is not stored."""
     if not arr.write_empty_chunks and is_fill(chunk, arr.fill_value):
         return None
-    return arr.chain.encode(chunk)
+    return chain.encode(chunk)
+
+
+def _merged(chain: CodecChain, old: Buffer | None, key: str, p: ChunkProjection,
+            region: np.ndarray, shape: tuple[int, ...], dtype: np.dtype, fill: Any) -> np.ndarray:
+    """A partly written chunk: the stored one (or the fill value) with `region` written in."""
+    chunk = _full_chunk(shape, dtype, fill) if old is None else \
+        np.array(decode_chunk(chain, old, key))
+    chunk[p.chunk_selection] = region
+    return chunk
 
 
 def _put(store: KvStore, key: str, data: Buffer | None) -> None:
@@ -274,10 +284,6 @@ def _put(store: KvStore, key: str, data: Buffer | None) -> None:
         store.delete(key)
     else:
         store.set(key, data)
-
-
-def _store(arr: ChunkedArray, key: str, chunk: np.ndarray) -> None:
-    _put(arr.store, key, _encoded(arr, chunk))
 
 
 def _replace(store: KvStore, key: str, data: Buffer | None) -> None:
@@ -295,16 +301,12 @@ def _write_chunk(arr: ChunkedArray, p: ChunkProjection, region: np.ndarray) -> N
     key = arr.key(p.coords)
     if p.complete:  # nothing of the old chunk survives: no read
         chunk = _chunk_from_value(p, region, arr.chunk_shape, arr.dtype, arr.fill_value)
-        _replace(arr.store, key, _encoded(arr, chunk))
+        _replace(arr.store, key, _encoded(arr, arr.chain, chunk))
         return
     with arr.store.lock(key):
-        data = arr.store.get(key)
-        if data is None:
-            chunk = _full_chunk(arr.chunk_shape, arr.dtype, arr.fill_value)
-        else:
-            chunk = np.array(decode_chunk(arr.chain, data, key))
-        chunk[p.chunk_selection] = region
-        _store(arr, key, chunk)
+        chunk = _merged(arr.chain, arr.store.get(key), key, p, region, arr.chunk_shape,
+                        arr.dtype, arr.fill_value)
+        _put(arr.store, key, _encoded(arr, arr.chain, chunk))
 
 
 def _inner_chunks_in_array(arr: ChunkedArray, sharding: ShardingCodec,
@@ -333,12 +335,6 @@ def _write_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
     run_all(lambda g: _update_shard(arr, sharding, g[0], g[1], value), partial)
 
 
-def _encode_inner(arr: ChunkedArray, sharding: ShardingCodec, chunk: np.ndarray) -> Buffer | None:
-    if not arr.write_empty_chunks and is_fill(chunk, arr.fill_value):
-        return None
-    return sharding.inner.encode(chunk)
-
-
 def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list[Any],
                         value: np.ndarray) -> None:
     """Shards overwritten entirely: encode every inner chunk in parallel, never read the old."""
@@ -348,7 +344,7 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
     def encode(job: tuple[int, tuple[int, ...], ChunkProjection]) -> Buffer | None:
         p = job[2]
         chunk = _chunk_from_value(p, value[p.out_selection], inner_shape, dtype, fill)
-        return _encode_inner(arr, sharding, chunk)
+        return _encoded(arr, sharding.inner, chunk)
 
     encoded = run_all(encode, jobs)
     per_shard: list[dict[tuple[int, ...], Buffer]] = [{} for _ in shards]
@@ -357,19 +353,14 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
             per_shard[si][within] = data
 
     def assemble(i: int) -> None:
-        data = sharding.encode_shard(per_shard[i]) if per_shard[i] else None
-        _replace(arr.store, arr.key(shards[i][0]), data)
+        _replace(arr.store, arr.key(shards[i][0]), _shard_bytes(sharding, per_shard[i]))
 
     run_all(assemble, range(len(shards)))
 
 
-def _store_shard(arr: ChunkedArray, sharding: ShardingCodec, key: str,
-                 chunks: dict[tuple[int, ...], Buffer]) -> None:
-    data = sharding.encode_shard(chunks) if chunks else None
-    if data is None:
-        arr.store.delete(key)
-    else:
-        arr.store.set(key, data)
+def _shard_bytes(sharding: ShardingCodec, chunks: dict[tuple[int, ...], Buffer]) -> Buffer | None:
+    """A shard holding `chunks`; None (delete the key) when it holds none."""
+    return sharding.encode_shard(chunks) if chunks else None
 
 
 def _existing_inner_chunks(sharding: ShardingCodec, key: str,
@@ -400,16 +391,14 @@ def _update_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, 
             if p.complete:
                 chunk = _chunk_from_value(p, region, inner_shape, dtype, fill)
             else:
-                old = chunks.get(within)
-                chunk = _full_chunk(inner_shape, dtype, fill) if old is None else \
-                    np.array(decode_chunk(sharding.inner, old, key))
-                chunk[p.chunk_selection] = region
-            encoded = _encode_inner(arr, sharding, chunk)
+                chunk = _merged(sharding.inner, chunks.get(within), key, p, region, inner_shape,
+                                dtype, fill)
+            encoded = _encoded(arr, sharding.inner, chunk)
             if encoded is None:
                 chunks.pop(within, None)
             else:
                 chunks[within] = encoded
-        _store_shard(arr, sharding, key, chunks)
+        _put(arr.store, key, _shard_bytes(sharding, chunks))
 
 
 def nchunks(shape: tuple[int, ...], chunks: tuple[int, ...]) -> int:
