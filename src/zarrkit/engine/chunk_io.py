@@ -329,15 +329,17 @@ def _write_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
         complete = all(p.complete for _, p in members) and \
             len(members) == _inner_chunks_in_array(arr, sharding, shard)
         (whole if complete else partial).append((shard, members))
-    batch = max(1, 2 * concurrency())
-    for i in range(0, len(whole), batch):
-        _write_whole_shards(arr, sharding, whole[i:i + batch], value)
+    if len(whole) >= concurrency():  # a shard per task: encoding overlaps other shards' I/O
+        run_all(lambda g: _write_whole_shards(arr, sharding, [g], value, inline=True), whole)
+    else:  # few shards: their inner chunks are encoded in parallel
+        _write_whole_shards(arr, sharding, whole, value)
     run_all(lambda g: _update_shard(arr, sharding, g[0], g[1], value), partial)
 
 
 def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list[Any],
-                        value: np.ndarray) -> None:
-    """Shards overwritten entirely: encode every inner chunk in parallel, never read the old."""
+                        value: np.ndarray, inline: bool = False) -> None:
+    """Shards overwritten entirely: encode every inner chunk (in parallel unless `inline`),
+    never read the old."""
     inner_shape, dtype, fill = sharding.chunk_shape, arr.dtype, arr.fill_value
     jobs = [(si, within, p) for si, (_, members) in enumerate(shards) for within, p in members]
 
@@ -346,7 +348,7 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
         chunk = _chunk_from_value(p, value[p.out_selection], inner_shape, dtype, fill)
         return _encoded(arr, sharding.inner, chunk)
 
-    encoded = run_all(encode, jobs)
+    encoded = _run(encode, jobs, inline)
     per_shard: list[dict[tuple[int, ...], Buffer]] = [{} for _ in shards]
     for (si, within, _), data in zip(jobs, encoded, strict=True):
         if data is not None:
@@ -355,7 +357,7 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
     def assemble(i: int) -> None:
         _replace(arr.store, arr.key(shards[i][0]), _shard_bytes(sharding, per_shard[i]))
 
-    run_all(assemble, range(len(shards)))
+    _run(assemble, list(range(len(shards))), inline)
 
 
 def _shard_bytes(sharding: ShardingCodec, chunks: dict[tuple[int, ...], Buffer]) -> Buffer | None:

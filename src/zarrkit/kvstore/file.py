@@ -257,9 +257,10 @@ class FileStore(KvStore):
                 start = group[0][0]
                 stop = max(span[1] for span in group)
                 data = pread_exact(fd, stop - start, start)
+                view = memoryview(data)  # slices of a view share the read, bytes would copy
                 for lo, hi, index in group:
                     whole = lo == start and hi == stop
-                    results[index] = data if whole else data[lo - start:hi - start]
+                    results[index] = data if whole else view[lo - start:hi - start]
         finally:
             os.close(fd)
 
