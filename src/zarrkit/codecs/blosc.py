@@ -86,12 +86,16 @@ class BloscCodec(BytesBytesCodec):
         """Decode output that must be exactly `size` bytes, checked before any allocation (bombs)."""
         return self._decompress(data, _check_header(data, size))
 
-    def _decompress(self, data: Buffer, size: int) -> Buffer:
+    def decode_into(self, data: Buffer, spec: ChunkSpec, size: int, dest: memoryview) -> Buffer:
+        """`decode_sized` into `dest` (exactly `size` writable bytes): no allocation."""
+        return self._decompress(data, _check_header(data, size), dest)
+
+    def _decompress(self, data: Buffer, size: int, dest: memoryview | None = None) -> Buffer:
         # The header says everything needed to decode, so the configuration plays no part here.
         if size == 0:
             return b""  # c-blosc reports 0 bytes decoded, which numcodecs takes as an error
         try:
-            return _blosc.decompress(data)
+            return _blosc.decompress(data, dest)
         except Exception as e:  # numcodecs raises RuntimeError/ValueError
             raise CorruptDataError(f"blosc codec: invalid compressed data ({e})") from None
 

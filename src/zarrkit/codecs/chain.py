@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, CorruptDataError, ZarrkitError
+from ._buffers import SCRATCH_LIMIT, scratch
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
 from .registry import parse_codec
 
@@ -39,7 +40,8 @@ class CodecChain:
     """The codecs of an array (or of a shard's inner chunks or index), bound to `spec`."""
 
     __slots__ = ("codecs", "array_array", "array_bytes", "bytes_bytes", "spec", "_encoded_size",
-                 "_aa_encode", "_ab_encode", "_bb_encode", "_aa_decode", "_ab_decode", "_bb_decode")
+                 "_aa_encode", "_ab_encode", "_bb_encode", "_aa_decode", "_ab_decode", "_bb_decode",
+                 "_bb_into")
 
     codecs: tuple[Codec, ...]
     array_array: tuple[ArrayArrayCodec, ...]
@@ -85,6 +87,7 @@ class CodecChain:
         self._ab_decode = partial(self.array_bytes.decode, spec=ab_spec)
         self._bb_encode = [partial(c.encode, spec=ab_spec) for c in self.bytes_bytes]
         size = self.array_bytes.encoded_size(ab_spec)
+        self._bb_into = self._decoder_into(size, ab_spec)
         bb_decode: list[Callable[[Buffer], Buffer]] = []
         for codec in self.bytes_bytes:
             # When the decoded size is known, compressors can refuse to inflate beyond it.
@@ -118,6 +121,33 @@ class CodecChain:
         try:
             for decode_bytes in self._bb_decode:
                 data = decode_bytes(data)
+            array = self._ab_decode(data)
+            for decode in self._aa_decode:
+                array = decode(array)
+        except ZarrkitError:
+            raise
+        except Exception as e:  # a codec library's own error: the stored bytes are bad
+            raise CorruptDataError(f"cannot decode chunk: {type(e).__name__}: {e}") from e
+        return array
+
+    def _decoder_into(self, size: int | None, spec: ChunkSpec) -> Callable[..., Buffer] | None:
+        """The last decode step (the first bytes->bytes codec) writing into a given buffer, when
+        that codec can and the size of its output is fixed and small enough for scratch."""
+        into = getattr(self.bytes_bytes[0], "decode_into", None) if self.bytes_bytes else None
+        if into is None or size is None or not 0 < size <= SCRATCH_LIMIT:
+            return None
+        return partial(into, spec=spec, size=size)
+
+    def decode_transient(self, data: Buffer) -> np.ndarray:
+        """`decode`, but the result may live in this thread's scratch buffer: it must be consumed
+        (copied out) before the thread decodes again, and never kept (no caching)."""
+        into = self._bb_into
+        if into is None:
+            return self.decode(data)
+        try:
+            for decode_bytes in self._bb_decode[:-1]:
+                data = decode_bytes(data)
+            data = into(data, dest=scratch(into.keywords["size"]))
             array = self._ab_decode(data)
             for decode in self._aa_decode:
                 array = decode(array)

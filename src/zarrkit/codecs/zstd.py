@@ -47,15 +47,24 @@ class ZstdCodec(BytesBytesCodec):
 
     def decode_sized(self, data: Buffer, spec: ChunkSpec, size: int) -> Buffer:
         """Decode output that must be exactly `size` bytes, checked before any allocation (bombs)."""
+        return self._decode_sized(data, size, None)
+
+    def decode_into(self, data: Buffer, spec: ChunkSpec, size: int, dest: memoryview) -> Buffer:
+        """`decode_sized` into `dest` (exactly `size` writable bytes): no allocation."""
+        return self._decode_sized(data, size, dest)
+
+    def _decode_sized(self, data: Buffer, size: int, dest: memoryview | None) -> Buffer:
         declared = frame_content_size(data)
         if declared is not None and declared != size:
             raise CorruptDataError(f"zstd codec: frame declares {declared} decoded bytes, expected {size}")
         if declared == 0:
             return b""  # numcodecs rejects empty frames
-        try:
+        if dest is None and declared is None:
             # Without a declared size numcodecs would stream without bound; a fixed destination
             # both caps the output and makes it check the exact length.
-            return self._zstd.decode(data, bytearray(size) if declared is None else None)
+            dest = memoryview(bytearray(size))
+        try:
+            return self._zstd.decode(data, dest)
         except Exception as e:
             raise CorruptDataError(f"zstd codec: invalid compressed data ({e})") from None
 
