@@ -13,8 +13,10 @@ import threading
 class _Entry:
     __slots__ = ("cond", "users", "readers", "writer", "waiting")
 
-    def __init__(self, guard: threading.Lock) -> None:
-        self.cond = threading.Condition(guard)  # all entries share the table's guard
+    def __init__(self) -> None:
+        # Made on first wait only (all share the table's guard): most locks are never contended,
+        # and building a Condition costs more than the rest of a lock and unlock.
+        self.cond: threading.Condition | None = None
         self.users = 0  # holders and waiters: the entry is dropped when this reaches 0
         self.readers = 0
         self.writer = False
@@ -35,7 +37,7 @@ class KeyLocks:
         with self._guard:
             entry = self._entries.get(key)
             if entry is None:
-                entry = self._entries[key] = _Entry(self._guard)
+                entry = self._entries[key] = _Entry()
             entry.users += 1
             try:
                 acquired = (self._acquire_shared if shared else self._acquire_exclusive)(
@@ -47,23 +49,26 @@ class KeyLocks:
                 self._leave(key, entry)
             return acquired
 
-    @staticmethod
-    def _acquire_shared(entry: _Entry, blocking: bool) -> bool:
+    def _wait(self, entry: _Entry) -> None:
+        if entry.cond is None:
+            entry.cond = threading.Condition(self._guard)
+        entry.cond.wait()
+
+    def _acquire_shared(self, entry: _Entry, blocking: bool) -> bool:
         while entry.writer or entry.waiting:
             if not blocking:
                 return False
-            entry.cond.wait()
+            self._wait(entry)
         entry.readers += 1
         return True
 
-    @staticmethod
-    def _acquire_exclusive(entry: _Entry, blocking: bool) -> bool:
+    def _acquire_exclusive(self, entry: _Entry, blocking: bool) -> bool:
         entry.waiting += 1
         try:
             while entry.writer or entry.readers:
                 if not blocking:
                     return False
-                entry.cond.wait()
+                self._wait(entry)
         finally:
             entry.waiting -= 1
         entry.writer = True
@@ -82,8 +87,8 @@ class KeyLocks:
         entry.users -= 1
         if not entry.users:
             del self._entries[key]
-        else:  # whatever changed (a release, a waiter giving up) may let a waiter proceed
-            entry.cond.notify_all()
+        elif entry.cond is not None:  # what changed (a release, a waiter leaving) may let a
+            entry.cond.notify_all()      # waiter proceed
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -41,6 +41,9 @@ def _load() -> Callable[..., int] | None:
 
 _syscall = _load()
 _hows: dict[int, tuple[_OpenHow, object, ctypes.c_size_t]] = {}
+# The constant arguments, built once: making ctypes objects per call costs more than the open.
+_NR = ctypes.c_long(_SYS_OPENAT2 or 0)
+_CWD = ctypes.c_int(_AT_FDCWD)
 
 
 def open_no_symlinks(path: bytes, flags: int) -> int:
@@ -51,7 +54,7 @@ def open_no_symlinks(path: bytes, flags: int) -> int:
         how = _hows[flags] = (struct, ctypes.byref(struct), ctypes.c_size_t(ctypes.sizeof(struct)))
     assert _syscall is not None
     # Every argument has an explicit C type: syscall() is variadic, so nothing is converted.
-    fd = _syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(_AT_FDCWD), path, how[1], how[2])
+    fd = _syscall(_NR, _CWD, path, how[1], how[2])
     return fd if fd >= 0 else -ctypes.get_errno()
 
 
