@@ -139,3 +139,47 @@ def test_recheck_cached_metadata_follows_resizes_in_views(tmp_path):
         view.read().result()
     assert a.shape == (2, 4)
     assert np.asarray(a.view).shape == (2, 4)
+
+
+def _ts_reads_after_resize(tmp_path, bound):
+    """What TensorStore reads through a handle opened with `bound` after another handle
+    grows the array from 4 to 6 elements."""
+    import tensorstore as ts
+
+    spec = _spec(tmp_path / "ts")
+    first = ts.open(spec, create=True, dtype=ts.int32, shape=[4]).result()
+    first[...] = 1
+    handle = ts.open({**spec, "recheck_cached_metadata": bound}, context=ts.Context()).result()
+    handle.read().result()
+    other = ts.open(spec, context=ts.Context()).result()
+    other.resize(exclusive_max=[6]).result()
+    other[4:] = 5
+    return handle.read().result()
+
+
+@pytest.mark.parametrize("bound", [True, False, "open", "future", "past"])
+def test_recheck_cached_metadata_applies_to_plain_reads(tmp_path, bound):
+    bound = {"future": time.time() + 60, "past": time.time() - 60}.get(bound, bound)
+    expected = _ts_reads_after_resize(tmp_path, bound)
+    spec = _spec(tmp_path / "zk")
+    first = zarrkit.open(spec, create=True, dtype="int32", shape=[4])
+    first[...] = 1
+    a = zarrkit.open(spec, recheck_cached_metadata=bound)
+    a[...]
+    zarrkit.open(spec).resize(6)
+    zarrkit.open(spec)[4:] = 5
+    assert a[...].tolist() == expected.tolist()
+    assert a.oindex[[0, -1]].tolist() == expected[[0, -1]].tolist()
+    assert a.shape == expected.shape
+
+
+def test_time_bound_stops_rechecking_once_passed(tmp_path):
+    _create(tmp_path)
+    a = zarrkit.open(_spec(tmp_path), recheck_cached_metadata=time.time() + 0.05)
+    assert a._rechecks_metadata
+    time.sleep(0.06)
+    a[0, 0]  # reads the metadata once more (it was read before the bound) ...
+    assert not a._rechecks_metadata  # ... and then never again
+    zarrkit.open(_spec(tmp_path)).resize(2, 2)
+    assert a[...].shape == (4, 4)
+    assert not zarrkit.open(_spec(tmp_path))._rechecks_metadata  # default "open": never

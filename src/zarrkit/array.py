@@ -51,7 +51,7 @@ class Array(Node, SpecNode):
         self._engine = chunk_io.ChunkedArray(
             chunk_store(self.store, metadata, prefix), metadata.shape, metadata.chunk_shape,
             metadata.codec_chain, metadata.effective_fill_value, key, self.write_empty_chunks,
-            cache=self._cache_binding())
+            **self._engine_options())
 
     # -- description -----------------------------------------------------------------------------
 
@@ -147,6 +147,8 @@ class Array(Node, SpecNode):
 
     # -- reading and writing -------------------------------------------------------------------
     def __getitem__(self, selection: Any) -> Any:
+        if self._rechecks_metadata:  # recheck_cached_metadata (spec/node.py)
+            self._recheck_metadata()
         return self._read(self._plan(selection))
 
     def __setitem__(self, selection: Any, value: Any) -> None:
@@ -342,6 +344,8 @@ class _Indexer:
 
     def __getitem__(self, selection: Any) -> Any:
         a = self._array
+        if a._rechecks_metadata:  # recheck_cached_metadata (spec/node.py)
+            a._recheck_metadata()
         return a._read(self._planner(selection, a.shape, a.chunks))
 
     def __setitem__(self, selection: Any, value: Any) -> None:

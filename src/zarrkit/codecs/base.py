@@ -93,6 +93,10 @@ class ArrayBytesCodec(Codec):
 
 
 class BytesBytesCodec(Codec):
+    #: Decodes at memory-copy speeds (checksums, LZ4-class compressors): the engine then runs
+    #: small reads in the calling thread rather than paying thread hand-offs.
+    fast_decode: bool = False
+
     @abstractmethod
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer: ...
 

@@ -79,6 +79,10 @@ class BloscCodec(BytesBytesCodec):
             raise CodecError(f"blosc codec: cannot compress {nbytes(data)} bytes (limit {_MAX_INPUT})")
         return self._blosc.encode(data)
 
+    @property
+    def fast_decode(self) -> bool:  # type: ignore[override]
+        return self.cname in ("lz4", "lz4hc", "blosclz", "snappy")
+
     def decode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         return self._decompress(data, _check_header(data, None))
 

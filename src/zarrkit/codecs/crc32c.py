@@ -15,6 +15,7 @@ from .registry import register_codec
 
 @register_codec
 class Crc32cCodec(BytesBytesCodec):
+    fast_decode = True
     name = "crc32c"
 
     @classmethod

@@ -20,6 +20,7 @@ from ..errors import CorruptDataError
 from ..indexing import ChunkProjection, Plan
 from ..kvstore.base import Buffer, ByteRange, KvStore
 from .executor import concurrency, ensure_concurrency, run_all
+from .limits import LimitedStore, bounded
 
 _EMPTY = np.uint64(2**64 - 1)
 
@@ -37,6 +38,9 @@ class ChunkedArray:
     write_empty_chunks: bool = False
     #: Decoded-chunk cache (engine/cache.py `CacheBinding`); None: every read fetches.
     cache: Any = None
+    #: Bounds (engine/limits.py) on this array's concurrent tasks and store I/O; None: none.
+    copy_limit: Any = None
+    io_limit: Any = None
     sharding: ShardingCodec | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -44,6 +48,8 @@ class ChunkedArray:
         plain = isinstance(c.array_bytes, ShardingCodec) and not c.array_array and not c.bytes_bytes
         object.__setattr__(self, "sharding", c.array_bytes if plain else None)
         ensure_concurrency(self.store.io_concurrency)  # remote stores: many requests in flight
+        if self.io_limit is not None:
+            object.__setattr__(self, "store", LimitedStore(self.store, self.io_limit))
 
     @property
     def dtype(self) -> np.dtype:
@@ -57,9 +63,11 @@ class ChunkedArray:
 
 # -- helpers ----------------------------------------------------------------------------------
 
-def decode_chunk(chain: CodecChain, data: Buffer, key: str) -> np.ndarray:
+def decode_chunk(chain: CodecChain, data: Buffer, key: str, transient: bool = False) -> np.ndarray:
+    """The decoded chunk; `transient`: it may be in the thread's scratch buffer, to be copied out
+    before this thread decodes again (never for a chunk that is cached or kept)."""
     try:
-        return chain.decode(data)
+        return chain.decode_transient(data) if transient else chain.decode(data)
     except CorruptDataError as e:
         raise type(e)(f"chunk {key!r}: {e}") from None
 
@@ -100,7 +108,7 @@ def _chunk_from_value(p: ChunkProjection, region: np.ndarray, chunk_shape: tuple
 
 def read(arr: ChunkedArray, plan: Plan) -> np.ndarray:
     out = np.empty(plan.buffer_shape, dtype=arr.dtype)
-    _prefill(out, arr.fill_value)
+    _prefill(out, arr.fill_value, arr.copy_limit)
     if plan.nitems:
         if arr.sharding is not None:
             _read_sharded(arr, arr.sharding, plan, out)
@@ -114,16 +122,24 @@ def read(arr: ChunkedArray, plan: Plan) -> np.ndarray:
 INLINE_READ_BYTES = int(os.environ.get("ZARRKIT_INLINE_READ_BYTES", 1 << 22))
 
 
+#: The same for chunks whose codecs decode slowly (zstd, gzip): a hand-off is soon worth it.
+INLINE_SLOW_READ_BYTES = int(os.environ.get("ZARRKIT_INLINE_SLOW_READ_BYTES", 1 << 16))
+
+
 def _small(arr: ChunkedArray, plan: Plan) -> bool:
+    if plan.nchunks_hint <= 1:
+        return True
+    chain = arr.sharding.inner if arr.sharding else arr.chain
+    fast = all(c.fast_decode for c in chain.bytes_bytes)
     chunk_bytes = math.prod(arr.read_chunk_shape) * arr.dtype.itemsize
-    return plan.nchunks_hint * chunk_bytes <= INLINE_READ_BYTES
+    return plan.nchunks_hint * chunk_bytes <= (INLINE_READ_BYTES if fast else INLINE_SLOW_READ_BYTES)
 
 
 def _run(fn: Callable[[Any], Any], items: list[Any], inline: bool) -> list[Any]:
     return [fn(item) for item in items] if inline else run_all(fn, items)
 
 
-def _prefill(out: np.ndarray, fill: Any) -> None:
+def _prefill(out: np.ndarray, fill: Any, limit: Any = None) -> None:
     """Fill the output before any chunk lands in it. Missing chunks then need no copy, and the
     fresh pages are faulted in by sequential runs, several threads at once, rather than chunk row
     by chunk row, which costs several times more on virtual machines."""
@@ -137,23 +153,23 @@ def _prefill(out: np.ndarray, fill: Any) -> None:
     def fill_run(i: int) -> None:
         flat[bounds[i]:bounds[i + 1]] = fill
 
-    run_all(fill_run, range(runs))
+    run_all(bounded(limit, fill_run), range(runs))
 
 
 def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
     store, chain, key_of, cache = arr.store, arr.chain, arr.key, arr.cache
 
-    def load(key: str) -> np.ndarray | None:
+    def load(key: str, transient: bool = False) -> np.ndarray | None:
         data = store.get(key)
-        return None if data is None else decode_chunk(chain, data, key)
+        return None if data is None else decode_chunk(chain, data, key, transient)
 
     def task(p: ChunkProjection) -> None:
         key = key_of(p.coords)
-        chunk = load(key) if cache is None else cache.load(key, None, lambda: load(key))
+        chunk = load(key, True) if cache is None else cache.load(key, None, lambda: load(key))
         if chunk is not None:  # missing chunks are already the fill value
             out[p.out_selection] = chunk[p.chunk_selection]
 
-    _run(task, list(plan), _small(arr, plan))
+    _run(bounded(arr.copy_limit, task), list(plan), _small(arr, plan))
 
 
 def _group_by_shard(plan: Plan, cps: tuple[int, ...]) -> dict[tuple[int, ...], list[Any]]:
@@ -176,7 +192,7 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
         if isinstance(data, _Cached):
             chunk = data.chunk
         else:
-            chunk = None if data is None else decode_chunk(inner, data, key)
+            chunk = None if data is None else decode_chunk(inner, data, key, cache is None)
             if cache is not None:
                 cache.store(key, p.coords, chunk, tokens[p.coords])
         if chunk is not None:  # missing inner chunks are already the fill value
@@ -188,9 +204,10 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
         return _fetch_cached(arr, sharding, group[0], group[1], tokens)
 
     if len(groups) >= concurrency():  # enough shards to keep every thread busy
-        run_all(lambda g: [place(item) for item in fetch(g)], groups)
+        run_all(bounded(arr.copy_limit, lambda g: [place(item) for item in fetch(g)]), groups)
     else:  # few shards: fetch them, then decode their inner chunks in parallel
         small = _small(arr, plan)
+        fetch, place = bounded(arr.copy_limit, fetch), bounded(arr.copy_limit, place)
         items = [item for fetched in _run(fetch, groups, small) for item in fetched]
         _run(place, items, small)
 
@@ -250,7 +267,8 @@ def write(arr: ChunkedArray, plan: Plan, value: Any) -> None:
         if arr.sharding is not None:
             _write_sharded(arr, arr.sharding, plan, value)
         else:
-            run_all(lambda p: _write_chunk(arr, p, value[p.out_selection]), list(plan))
+            run_all(bounded(arr.copy_limit, lambda p: _write_chunk(arr, p, value[p.out_selection])),
+                    list(plan))
     finally:
         if arr.cache is not None:  # after the store changed: racing reads cannot re-cache
             arr.cache.invalidate(_written_keys(arr, plan))
@@ -330,10 +348,12 @@ def _write_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
             len(members) == _inner_chunks_in_array(arr, sharding, shard)
         (whole if complete else partial).append((shard, members))
     if len(whole) >= concurrency():  # a shard per task: encoding overlaps other shards' I/O
-        run_all(lambda g: _write_whole_shards(arr, sharding, [g], value, inline=True), whole)
+        run_all(bounded(arr.copy_limit, lambda g: _write_whole_shards(arr, sharding, [g], value,
+                                                                      inline=True)), whole)
     else:  # few shards: their inner chunks are encoded in parallel
         _write_whole_shards(arr, sharding, whole, value)
-    run_all(lambda g: _update_shard(arr, sharding, g[0], g[1], value), partial)
+    run_all(bounded(arr.copy_limit, lambda g: _update_shard(arr, sharding, g[0], g[1], value)),
+            partial)
 
 
 def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list[Any],
@@ -348,7 +368,7 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
         chunk = _chunk_from_value(p, value[p.out_selection], inner_shape, dtype, fill)
         return _encoded(arr, sharding.inner, chunk)
 
-    encoded = _run(encode, jobs, inline)
+    encoded = _run(bounded(arr.copy_limit, encode), jobs, inline)
     per_shard: list[dict[tuple[int, ...], Buffer]] = [{} for _ in shards]
     for (si, within, _), data in zip(jobs, encoded, strict=True):
         if data is not None:
@@ -357,7 +377,7 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
     def assemble(i: int) -> None:
         _replace(arr.store, arr.key(shards[i][0]), _shard_bytes(sharding, per_shard[i]))
 
-    _run(assemble, list(range(len(shards))), inline)
+    _run(bounded(arr.copy_limit, assemble), list(range(len(shards))), inline)
 
 
 def _shard_bytes(sharding: ShardingCodec, chunks: dict[tuple[int, ...], Buffer]) -> Buffer | None:

@@ -43,7 +43,8 @@ class CachePool:
 
 
 class ConcurrencyLimit:
-    """A bound on concurrent operations: an integer, or "shared" (the process-wide default)."""
+    """A bound on concurrent operations: an integer, or "shared" (the process-wide default).
+    Every array opened with the same resource shares its `semaphore`."""
 
     def __init__(self, json: Any, where: str) -> None:
         json = _object(json, where, {"limit"})
@@ -53,6 +54,8 @@ class ConcurrencyLimit:
             raise SpecError(f"{where}.limit: expected a positive integer or \"shared\", got "
                             f"{limit!r}")
         self.limit = limit
+        # What the engine holds a slot of per task; None ("shared"): the process-wide pool.
+        self.semaphore = None if limit == "shared" else threading.BoundedSemaphore(limit)
 
     def to_json(self) -> dict[str, Any]:
         return {} if self.limit == "shared" else {"limit": self.limit}

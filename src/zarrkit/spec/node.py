@@ -49,6 +49,10 @@ class OpenState:
     assume_metadata: bool = False
     opened_at: float = field(default_factory=time.time)
     cached_shape: tuple[int, ...] | None = None
+    metadata_read_at: float | None = None  # when the metadata in use was read (None: at open)
+    #: Bounds on concurrent codec/copy tasks and file I/O (semaphores); None: unbounded.
+    copy_limit: Any = None
+    io_limit: Any = None
 
     def min_time(self) -> Any:
         """When cached data must have been read to be served (None: never serve)."""
@@ -60,6 +64,16 @@ class OpenState:
         if bound == "open":
             return lambda: self.opened_at
         return lambda: bound
+
+    def metadata_stale(self) -> bool:
+        """Whether recheck_cached_metadata asks to read the metadata again before use."""
+        bound = self.recheck_cached_metadata
+        if bound is True:
+            return True
+        if bound is False or bound == "open":
+            return False
+        read_at = self.opened_at if self.metadata_read_at is None else self.metadata_read_at
+        return read_at < bound
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -88,6 +102,9 @@ class SpecNode:
     """TensorStore-style description, views, `spec()` and resizing for arrays."""
 
     _open_state: OpenState | None = None
+    #: Reads call `_recheck_metadata` first; set only while recheck_cached_metadata asks for
+    #: it, so other arrays pay one attribute test.
+    _rechecks_metadata: bool = False
 
     @property
     def _metadata_assumed(self) -> bool:
@@ -142,7 +159,7 @@ class SpecNode:
             json.update(state.to_json())
             if retain_context and state.context.to_json():
                 json["context"] = state.context.to_json()
-        if self.write_empty_chunks and fmt == 3:
+        if self.write_empty_chunks:  # both drivers record it
             json["store_data_equal_to_fill_value"] = True
         json["transform"] = (transform or IndexTransform.identity(self.domain)).to_json()
         json.update({k: v for k, v in modes.items() if v is not None})
@@ -174,11 +191,30 @@ class SpecNode:
         return self.view.transpose(axes)
 
     def _before_view_io(self) -> None:
-        """recheck_cached_metadata=true: adopt the stored metadata before each operation."""
+        if self._rechecks_metadata:
+            self._recheck_metadata()
+
+    def _recheck_metadata(self) -> None:
+        """recheck_cached_metadata: adopt the stored metadata (a resize by another handle or
+        process, ...) when the cached one is older than the bound. A time bound stops asking
+        once metadata read after it is in use."""
         state = self._open_state
-        if state is not None and state.recheck_cached_metadata is True and \
-                not self._metadata_assumed:
-            self._adopt_stored_metadata()
+        if state is None or self._metadata_assumed or not state.metadata_stale():
+            self._rechecks_metadata = False
+            return
+        now = time.time()
+        self._adopt_stored_metadata()
+        state.metadata_read_at = now
+        self._rechecks_metadata = state.metadata_stale()
+
+    # -- what the engine gets from the spec ------------------------------------------------------
+    def _engine_options(self) -> dict[str, Any]:
+        """Keywords for the engine's `ChunkedArray`: the cache pool and concurrency bounds."""
+        state = self._open_state
+        if state is None:
+            return {}
+        return {"cache": self._cache_binding(), "copy_limit": state.copy_limit,
+                "io_limit": state.io_limit}
 
     # -- the decoded-chunk cache -----------------------------------------------------------------
     def _cache_binding(self) -> CacheBinding | None:

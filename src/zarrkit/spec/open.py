@@ -13,22 +13,22 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .. import formats, storage
 from ..array import Array
 from ..errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
-from ..kvstore import open_kvstore
+from ..kvstore import KvStore, normalize_kvstore_spec, open_kvstore
 from ..metadata.json import json_dumps
 from ..metadata.names import normalize_path
-from ..metadata.v2 import ArrayMetadataV2
+from ..metadata.v2 import ARRAY_KEY, ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3
 from .context import Context
 from .node import OpenState, check_revalidation_bound
-from .schema import Schema, dtype_name
-from .spec import Spec, check_driver
-from .transform import IndexTransform
+from .schema import Schema
+from .spec import ZARR3_MEMBERS, Spec, check_driver
+from .transform import IndexTransform, domain_through
 from .view import View
+from .zarr2 import V2Constraints, labels_of, new_zarray
+from .zarr2 import check_existing as check_zarr2
 from .zarr3 import MetadataConstraints, check_existing, new_metadata
 
 _SCHEMA_KEYWORDS = ("dtype", "shape", "domain", "rank", "chunk_layout", "codec", "fill_value",
@@ -86,7 +86,7 @@ def _location(json: dict[str, Any], read_only: bool) -> tuple[Any, str]:
 
 def _schema(json: dict[str, Any], options: dict[str, Any], transform: Any) -> Schema:
     """The spec's schema with its top-level dtype and rank and the keyword constraints."""
-    schema = Schema(json.get("schema"), where="schema") if "schema" in json else Schema()
+    schema = Schema.from_json(json["schema"], where="schema") if "schema" in json else Schema()
     rank = json.get("rank") if transform is None else None
     if transform is not None and json.get("rank") not in (None, transform.input_rank):
         raise SpecError(f"rank: {json['rank']} does not match the transform's input rank "
@@ -96,7 +96,18 @@ def _schema(json: dict[str, Any], options: dict[str, Any], transform: Any) -> Sc
     if transform is not None:
         keywords["rank"] = None
     schema.update(where="open", **keywords)
+    if transform is not None and schema.domain is not None:
+        schema = _through_transform(schema, transform)
     return schema
+
+
+def _through_transform(schema: Schema, transform: IndexTransform) -> Schema:
+    """The schema with its domain (given in the transform's input space, as TensorStore
+    reads it) mapped onto the array's dimensions."""
+    json = schema.to_json()
+    json["domain"] = domain_through(transform, schema.domain).to_json()
+    json["rank"] = transform.output_rank
+    return Schema(json)
 
 
 def _state(json: dict[str, Any], options: dict[str, Any], mode: _Mode) -> OpenState:
@@ -112,10 +123,28 @@ def _state(json: dict[str, Any], options: dict[str, Any], mode: _Mode) -> OpenSt
         value = json.get(name, default) if value is None else value
         bounds[name] = check_revalidation_bound(value, name)
     pool = context.resource(json.get("cache_pool"), "cache_pool", "cache_pool")
-    context.resource(json.get("data_copy_concurrency"), "data_copy_concurrency",
-                     "data_copy_concurrency")
+    copy = context.resource(json.get("data_copy_concurrency"), "data_copy_concurrency",
+                            "data_copy_concurrency")
     return OpenState(context, pool, bounds["recheck_cached_data"],
-                     bounds["recheck_cached_metadata"], mode.assume_metadata)
+                     bounds["recheck_cached_metadata"], mode.assume_metadata,
+                     copy_limit=copy.semaphore, io_limit=_file_io_limit(json, context))
+
+
+def _file_io_limit(json: dict[str, Any], context: Context) -> Any:
+    """The file_io_concurrency bound of a file kvstore (its own member, else its context's,
+    else the spec's); None for other stores, which TensorStore does not bound with it."""
+    kv = json.get("kvstore")
+    if isinstance(kv, KvStore):
+        spec = {"driver": kv.driver}
+    else:
+        spec = normalize_kvstore_spec(kv)
+    if spec.get("driver") != "file":
+        return None
+    if "context" in spec:
+        context = Context(spec["context"], parent=context)
+    limit = context.resource(spec.get("file_io_concurrency"), "file_io_concurrency",
+                             "kvstore.file_io_concurrency")
+    return limit.semaphore
 
 
 def _write_empty(json: dict[str, Any], options: dict[str, Any]) -> bool:
@@ -158,6 +187,7 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
 
 def _attach(array: Array, state: OpenState) -> None:
     array._open_state = state
+    array._rechecks_metadata = state.metadata_stale() and not state.assume_metadata
     array._set_metadata(array._metadata)  # rebuild the engine with the cache pool
 
 
@@ -203,41 +233,67 @@ def _with_transform(array: Array, transform: IndexTransform | None) -> Array | V
 
 # -- driver "zarr" (Zarr v2) ----------------------------------------------------------------
 
-_V2_OWN = ("dtype", "transform", "rank", "open", "create", "delete_existing", "context",
-           "cache_pool", "data_copy_concurrency", "recheck_cached_data",
-           "recheck_cached_metadata", "store_data_equal_to_fill_value")
+# TensorStore's older spelling of dimension_separator is also accepted.
+_ZARR2_MEMBERS = ZARR3_MEMBERS | {"key_encoding"}
 
 
 def _open_zarr2(json: dict[str, Any], options: dict[str, Any]) -> Array | View:
-    """Driver "zarr": v2 metadata and modes in spec/zarr2.py; dtype, shape, context, cache
-    and transform handled here."""
-    from .zarr2 import open_zarr2_spec
-
-    unsupported = [k for k in ("domain", "chunk_layout", "codec", "fill_value",
-                               "dimension_units", "schema", "assume_metadata",
-                               "assume_cached_metadata") if options.get(k) is not None]
-    if unsupported or "schema" in json:
-        raise SpecError(f"driver 'zarr': {sorted(unsupported) or ['schema']} not supported "
-                        "(give the constraints in metadata)")
+    """Driver "zarr": the modes, schema keywords, context and transform of zarr3, with the
+    .zarray constraints of spec/zarr2.py. Domain labels label the result (a .zarray has none)."""
+    if "field" in json:
+        raise SpecError("field: opening one field of a structured array is not supported; "
+                        "omit field to open the whole array")
+    unknown = set(json) - _ZARR2_MEMBERS
+    if unknown:
+        raise SpecError(f"spec: unknown member(s) {sorted(unknown)} for driver 'zarr'")
     mode = _mode(json, options)
-    dtype = options.get("dtype") or json.get("dtype")
+    if json.get("fill_missing_data_reads", True) is not True:
+        raise SpecError("fill_missing_data_reads: only true is supported (missing chunks read "
+                        "as the fill value)")
     transform = IndexTransform.from_json(json["transform"]) if "transform" in json else None
+    metadata = json.get("metadata")
+    if "key_encoding" in json and isinstance(metadata or {}, dict):
+        metadata = {"dimension_separator": json["key_encoding"], **(metadata or {})}
+    constraints = V2Constraints.from_json(metadata)
+    schema = _schema(json, options, transform)
     state = _state(json, options, mode)
-    inner = {k: v for k, v in json.items() if k not in _V2_OWN}
-    metadata = dict(inner.get("metadata") or {})
-    if dtype is not None:
-        metadata.setdefault("dtype", np.dtype(dtype_name(dtype)).str)
-    if options.get("shape") is not None:
-        metadata.setdefault("shape", list(options["shape"]))
-    inner["metadata"] = metadata
-    array = open_zarr2_spec(inner, open=mode.open, create=mode.create,
-                            delete_existing=mode.delete_existing, read_only=_read_only(options))
-    if dtype is not None and array.dtype != np.dtype(dtype_name(dtype)):
-        raise SpecError(f"dtype: {dtype_name(dtype)!r} does not match the stored array's "
-                        f"dtype {array.dtype}")
-    array.write_empty_chunks = _write_empty(json, options)
+    store, path = _location(json, _read_only(options))
+    array = _open_or_create_v2(store, path, mode, constraints, schema, _read_only(options),
+                               _write_empty(json, options))
     _attach(array, state)
+    labels = labels_of(schema)
+    if transform is None and labels is not None:
+        transform = IndexTransform.identity(array.domain.with_labels(labels))
     return _with_transform(array, transform)
+
+
+def _open_or_create_v2(store: Any, path: str, mode: _Mode, constraints: V2Constraints,
+                       schema: Schema, read_only: bool, write_empty: bool) -> Array:
+    where = f"spec.metadata ({storage.join(path, ARRAY_KEY)})"
+    if mode.assume_metadata or mode.assume_cached_metadata:
+        md = ArrayMetadataV2.from_json(new_zarray(constraints, schema), where=where)
+        return Array(store, path, md, read_only=read_only, write_empty_chunks=write_empty)
+    found = formats.find(store, path, 2, use_consolidated=False)
+    at = path or "/"
+    if found is not None and mode.open:
+        if not formats.is_array(found.metadata):
+            raise NodeTypeError(f"{at!r} is a group, not an array")
+        check_zarr2(found.metadata, constraints, schema)
+        return Array(store, path, found.metadata, read_only=read_only,
+                     write_empty_chunks=write_empty)
+    if found is not None and not mode.delete_existing:
+        raise NodeExistsError(f"an array already exists at {at!r} (create=True without "
+                              "open=True or delete_existing=True)")
+    if not mode.create:
+        raise NodeNotFoundError(f"no Zarr v2 array at {at!r} in the {store.driver} store, "
+                                "and create is false")
+    doc = new_zarray(constraints, schema)
+    md = ArrayMetadataV2.from_json(doc, where=where)
+    if mode.delete_existing:
+        storage.delete_node(store, path)
+    storage.ensure_parents(store, path, 2)
+    store.set(storage.join(path, ARRAY_KEY), json_dumps(doc))  # exactly TensorStore's document
+    return Array(store, path, md, read_only=read_only, write_empty_chunks=write_empty)
 
 
 # -- unpickling ------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import DataTypeError, MetadataError, SpecError
@@ -18,6 +19,7 @@ from .chunk_layout import ChunkLayout
 from .codec_spec import ChainSpec, merge, parse_chain
 from .transform import IndexDomain
 from .units import Units, merge_units, parse_units, units_json
+from .v2_compressor import with_defaults
 
 _CODEC_DRIVERS = ("zarr3", "zarr")
 
@@ -45,6 +47,10 @@ class CodecSpec:
         self.chain: ChainSpec | None = (parse_chain(json["codecs"], "codec.codecs")
                                         if "codecs" in json else None)
         self._json = copy.deepcopy(json)
+        if driver == "zarr":  # as TensorStore: compressor defaults filled, filters null if absent
+            self._json.setdefault("filters", None)
+            if "compressor" in json:
+                self._json["compressor"] = with_defaults(json["compressor"])
 
     def to_json(self) -> dict[str, Any]:
         out = copy.deepcopy(self._json)
@@ -62,6 +68,8 @@ class CodecSpec:
         for key, value in other._json.items():
             if key in ("driver", "codecs"):
                 continue
+            if key == "filters" and self.driver == "zarr":
+                continue  # TensorStore's zarr driver compares only the compressor
             if key in merged._json and merged._json[key] != value:
                 raise SpecError(f"{where}.{key}: {merged._json[key]!r} vs {value!r}")
             merged._json[key] = value
@@ -76,8 +84,10 @@ class CodecSpec:
 
 def dtype_name(value: Any, where: str = "dtype") -> str:
     """TensorStore's name of a data type ("uint16", "bfloat16", ...) from a name or dtype."""
-    if isinstance(value, str) and value in _V2_ONLY:
+    if isinstance(value, str) and (value in _V2_ONLY or value in V2_FLOAT8):
         return value
+    if isinstance(value, np.dtype) and value in V2_FLOAT8.values():
+        return value.name
     try:
         name = DataType.parse(value).to_json()
     except (DataTypeError, MetadataError, TypeError) as exc:
@@ -88,6 +98,9 @@ def dtype_name(value: Any, where: str = "dtype") -> str:
 
 
 _V2_ONLY = ("string", "ustring", "json")  # TensorStore dtypes that only the zarr driver stores
+# TensorStore dtypes that only the zarr driver stores and Zarr v3 has no name for.
+V2_FLOAT8 = {name: np.dtype(getattr(ml_dtypes, name)) for name in (
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz")}
 
 
 class Schema:
@@ -273,6 +286,8 @@ def _cast_fill(value: Any, dtype: str, where: str) -> np.ndarray:
     """A fill value (Python, numpy or Zarr JSON form) as a 0-d array of the data type."""
     if dtype in _V2_ONLY:
         return np.asarray(value, dtype=object)
+    if dtype in V2_FLOAT8:
+        return np.asarray(value, dtype=V2_FLOAT8[dtype])
     data_type = DataType.parse(dtype)
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
@@ -297,7 +312,7 @@ def same_fill(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def fill_json(value: np.ndarray, dtype: str | None) -> Any:
-    if dtype is None or dtype in _V2_ONLY:
+    if dtype is None or dtype in _V2_ONLY or dtype in V2_FLOAT8:
         return value.tolist()
     data_type = DataType.parse(dtype)
     return data_type.fill_value_to_json(data_type.cast_fill_value(value[()]))

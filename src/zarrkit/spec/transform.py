@@ -573,7 +573,29 @@ def _slice_dim(s: slice, domain: IndexDomain, j: int) -> tuple[tuple[int, int, b
     lo_end, hi_end = (first, last) if step > 0 else (last, first)
     new_lo = -((offset - lo_end) // step)  # ceil((lo_end - offset) / step)
     new_hi = (hi_end - offset) // step + 1  # floor((hi_end - offset) / step) + 1
-    return (new_lo, max(new_lo, new_hi), flags[0], flags[1]), offset, step
+    bounds = (new_lo, max(new_lo, new_hi), flags[0], flags[1])
+    if domain.inclusive_min[j] == domain.exclusive_max[j]:
+        bounds = _slice_of_empty(bounds, domain, j, offset, step)
+    return bounds, offset, step
+
+
+def _slice_of_empty(bounds: tuple[int, int, bool, bool], domain: IndexDomain, j: int,
+                    offset: int, step: int) -> tuple[int, int, bool, bool]:
+    """TensorStore also maps an empty dimension's bounds back through the slice: the empty
+    interval becomes the single new index `ceil((lo - offset) / step)`. Implicit new bounds
+    move there, and a non-empty result may not extend past it on the side of an explicit old
+    bound (for a negative step the sides swap)."""
+    lo, hi, ilo, ihi = bounds
+    point = -((offset - domain.inclusive_min[j]) // step)
+    lo, hi = point if ilo else lo, point if ihi else hi
+    hi = max(lo, hi)
+    fixed = (not domain.implicit_lower_bounds[j], not domain.implicit_upper_bounds[j])
+    fixed_below, fixed_above = fixed if step > 0 else fixed[::-1]
+    if hi > lo and (fixed_below and lo < point or fixed_above and hi > point):
+        raise SelectionError(f"a slice with step {step} of the empty dimension {j} (domain "
+                             f"[{domain.inclusive_min[j]}, {domain.exclusive_max[j]})) would "
+                             f"select [{lo}, {hi}), past the dimension's fixed bound")
+    return lo, hi, ilo, ihi
 
 
 def _invalid(start: int, stop: int, step: int, j: int) -> SelectionError:
@@ -611,6 +633,36 @@ def _backward(start: int | None, stop: int | None, domain: IndexDomain, j: int,
     both_omitted = start is None and stop is None
     flags = ((both_omitted and ihi) or ignore_start, (both_omitted and ilo) or ignore_stop)
     return first, last, flags
+
+
+def domain_through(transform: IndexTransform, domain: IndexDomain) -> IndexDomain:
+    """A domain constraint on the transform's input space, as a constraint on its output
+    space (TensorStore's rule for a spec's schema domain when the spec has a transform): each
+    output dimension takes the image of its input dimension, which needs a stride of +-1
+    unless that dimension is unbounded; constant and index array maps refuse constraints."""
+    if domain.rank != transform.input_rank:
+        raise SpecError(f"domain: rank {domain.rank} does not match the transform's input rank "
+                        f"{transform.input_rank}")
+    dims = [_dim_through(m, i, domain) for i, m in enumerate(transform.output)]
+    return IndexDomain(*(tuple(d[k] for d in dims) for k in range(5)))
+
+
+def _dim_through(m: OutputIndexMap, i: int, domain: IndexDomain) -> tuple[Any, ...]:
+    if m.method != "single_input_dimension":
+        raise SpecError(f"domain: cannot constrain the domain through a transform whose output "
+                        f"dimension {i} is a{'n index array' if m.method == 'array' else ' constant'}")
+    j = m.input_dimension
+    lo, hi = domain.inclusive_min[j], domain.exclusive_max[j]
+    ilo, ihi = domain.implicit_lower_bounds[j], domain.implicit_upper_bounds[j]
+    if abs(m.stride) != 1 and (lo > -INF or hi < INF):
+        raise SpecError(f"domain: cannot constrain dimension {j} to [{lo}, {hi}) through the "
+                        f"transform's stride {m.stride} (output dimension {i})")
+    first = -INF if lo <= -INF else m.offset + m.stride * lo  # the images of the ends
+    last = INF if hi >= INF else m.offset + m.stride * (hi - 1)
+    if m.stride < 0:
+        first, last = (-INF if hi >= INF else last), (INF if lo <= -INF else first)
+        ilo, ihi = ihi, ilo
+    return first, INF if last >= INF else last + 1, ilo, ihi, domain.labels[j]
 
 
 def certainly_empty(domain: IndexDomain) -> bool:

@@ -30,7 +30,7 @@ from .codec_spec import (
     with_inner_order,
     with_sharding,
 )
-from .schema import CodecSpec, Schema, fill_json, same_fill
+from .schema import CodecSpec, Schema, dtype_name, fill_json, same_fill
 from .transform import INF, IndexDomain
 from .units import UNITS_ATTRIBUTE, Units, merge_units, parse_units, stored_units
 
@@ -405,10 +405,15 @@ def dtype_of(md: Any) -> str:
 
 
 def schema_of(md: Any) -> Schema:
-    schema = Schema(dtype=dtype_of(md), domain=domain_of(md), chunk_layout=chunk_layout_of(md),
+    dtype: str | None = dtype_of(md)
+    try:
+        dtype_name(dtype)
+    except SpecError:
+        dtype = None  # v2 records and fixed-length bytes: no TensorStore name, unconstrained
+    schema = Schema(dtype=dtype, domain=domain_of(md), chunk_layout=chunk_layout_of(md),
                     codec=codec_of(md), dimension_units=units_of(md))
     fill = md.fill_value  # v2's null fill value: the schema has none (as TensorStore's)
-    if fill is not None and not np.asarray(fill).dtype.hasobject:
+    if dtype is not None and fill is not None and not np.asarray(fill).dtype.hasobject:
         schema.update(fill_value=np.asarray(fill))
     return schema
 
