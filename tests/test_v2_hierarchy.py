@@ -22,6 +22,7 @@ class CallCountingStore(KvStore):
     """Counts requests (a `get_many` batch is one request: one round trip to the store)."""
 
     driver = "counting"
+    io_concurrency = 8  # behaves as a remote store: a request is a round trip
 
     def __init__(self, inner: KvStore) -> None:
         super().__init__()
@@ -163,6 +164,18 @@ def test_ambiguous_v2_node(tmp_path):
 
 
 # -- consolidated metadata ----------------------------------------------------------------------
+
+
+def test_local_store_is_asked_for_zarr_json_alone_first(tmp_path):
+    zarrkit.create(tmp_path / "v3", shape=(4,), dtype="u1")
+    zarrkit.create(tmp_path / "v2", shape=(4,), dtype="u1", zarr_format=2)
+    for name, expected in (("v3", [["zarr.json"]]),
+                           ("v2", [["zarr.json"], [".zarray", ".zgroup", ".zattrs",
+                                                   ".zmetadata"]])):
+        store = CallCountingStore(zarrkit.kvstore.FileStore(str(tmp_path / name)))
+        store.io_concurrency = 0  # local: a request costs less than a round trip
+        zarrkit.open(store, mode="r")
+        assert store.requests[:len(expected)] == expected
 
 
 def test_reading_zarr_python_consolidated_costs_one_request(tmp_path):

@@ -98,6 +98,13 @@ def find(store: KvStore, path: str, zarr_format: int | None = None,
     names = []
     if zarr_format in (None, 3):
         names.append(V3_KEY)
+    if zarr_format is None and not getattr(store, "io_concurrency", 0):
+        # A local store answers faster than a round trip: ask for zarr.json alone first, as it
+        # is most often there, and for the v2 keys only when it is not.
+        found = find(store, path, 3, use_consolidated)
+        if found is not None:
+            return found
+        names = []
     if zarr_format in (None, 2):
         names += [ARRAY_KEY, GROUP_KEY, ATTRS_KEY]
         if use_consolidated is not False:
