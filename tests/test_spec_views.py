@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrkit
-from zarrkit.spec.transform import IndexDomain, IndexTransform
+from zarrkit.spec.transform import IndexTransform
 
 SHAPE = (4, 5, 6)
 DATA = np.arange(np.prod(SHAPE), dtype=np.int32).reshape(SHAPE)
@@ -100,6 +100,13 @@ def test_view_bounds_are_checked_on_read(tmp_path_factory):
 _BOUNDS = [(0, 0), (1, 1), (-1, -1), (5, 5), (0, 3), (2, 5), (-2, 2), (3, 4), (0, 7)]
 _POINTS = [None, -3, -1, 0, 1, 2, 3, 5, 6, 7]
 _STEPS = [None, 1, 2, -1, -2, -3]
+# Explicit or implicit infinite bounds, and indices at or past TensorStore's limits (+-INF
+# read as infinite; finite indices stop at +-(INF - 1)).
+INF = 2**62 - 1
+_INFINITE_BOUNDS = [("-inf", "+inf"), (0, "+inf"), ("-inf", 0), ("-inf", 5), (3, "+inf"),
+                    (-INF + 1, INF), (INF - 1, "+inf"), (-INF, -INF + 2)]
+_EXTREMES = [None, -3, 0, 2, 5, -INF, INF, -INF + 1, INF - 1, -INF - 1, INF + 1]
+_BIG_STEPS = [None, 1, 2, -1, -2, -3, INF, -INF]
 
 
 def _slice_outcome(make, select, bounds, flags, s):
@@ -109,30 +116,72 @@ def _slice_outcome(make, select, bounds, flags, s):
         return "error"
 
 
-def _ts_transform(bounds, flags):
-    return ts.IndexTransform(input_inclusive_min=[bounds[0]], input_exclusive_max=[bounds[1]],
-                             implicit_lower_bounds=[flags[0]], implicit_upper_bounds=[flags[1]])
+def _transform_json(bounds, flags):
+    return {"input_inclusive_min": [[bounds[0]] if flags[0] else bounds[0]],
+            "input_exclusive_max": [[bounds[1]] if flags[1] else bounds[1]]}
 
 
-def _zk_transform(bounds, flags):
-    domain = IndexDomain((bounds[0],), (bounds[1],), (flags[0],), (flags[1],), ("",))
-    return IndexTransform.identity(domain)
-
-
-@pytest.mark.parametrize("bounds", _BOUNDS)
-def test_every_1d_slice_like_tensorstore(bounds):
+def _compare_slices(bounds, points, steps):
     """Domains with fixed and resizable (implicit) bounds, each slice start/stop/step: the
     same transform (domain, implicit flags, offset, stride) or the same refusal."""
     differ = []
     for flags in itertools.product((False, True), repeat=2):
-        for s in itertools.starmap(slice, itertools.product(_POINTS, _POINTS, _STEPS)):
-            expected = _slice_outcome(_ts_transform, lambda t, s: t[s].to_json(), bounds,
-                                      flags, s)
-            actual = _slice_outcome(_zk_transform, lambda t, s: t.index(s).to_json(), bounds,
-                                    flags, s)
+        for s in itertools.starmap(slice, itertools.product(points, points, steps)):
+            expected = _slice_outcome(lambda b, f: ts.IndexTransform(json=_transform_json(b, f)),
+                                      lambda t, s: t[s].to_json(), bounds, flags, s)
+            actual = _slice_outcome(lambda b, f: IndexTransform.from_json(_transform_json(b, f)),
+                                    lambda t, s: t.index(s).to_json(), bounds, flags, s)
             if expected != actual:
                 differ.append((flags, s, expected, actual))
     assert not differ, differ[:5]
+
+
+@pytest.mark.parametrize("bounds", _BOUNDS)
+def test_every_1d_slice_like_tensorstore(bounds):
+    _compare_slices(bounds, _POINTS, _STEPS)
+
+
+@pytest.mark.parametrize("bounds", _INFINITE_BOUNDS)
+def test_every_1d_slice_of_infinite_bounds_like_tensorstore(bounds):
+    """Strided slices need a finite start; an infinite stop gives an infinite bound."""
+    _compare_slices(bounds, _EXTREMES, _BIG_STEPS)
+
+
+_INFINITE_DOMAINS = [
+    {"input_inclusive_min": ["-inf", 0], "input_exclusive_max": ["+inf", [5]]},
+    {"input_inclusive_min": [["-inf"], -INF + 1], "input_exclusive_max": [[7], INF]},
+    {"input_inclusive_min": [3, 0], "input_exclusive_max": ["+inf", ["+inf"]]},
+]
+# (operation on a TensorStore transform, the same on a zarrkit one)
+_OPS = {
+    "translate_by": (lambda t: t.translate_by[1, 2], lambda z: z.translate_by([1, 2])),
+    "translate_by far": (lambda t: t.translate_by[INF - 10, -INF + 10],
+                         lambda z: z.translate_by([INF - 10, -INF + 10])),
+    "translate_to": (lambda t: t.translate_to[0, 1], lambda z: z.translate_to([0, 1])),
+    "translate_to one": (lambda t: t.translate_to[None, 1], lambda z: z.translate_to([None, 1])),
+    "index +INF": (lambda t: t[INF], lambda z: z.index(INF)),
+    "index -INF": (lambda t: t[:, -INF], lambda z: z.index((slice(None), -INF))),
+    "index INF - 1": (lambda t: t[INF - 1], lambda z: z.index(INF - 1)),
+    "array [+INF]": (lambda t: t[[INF]], lambda z: z.index([INF])),
+    "array [7]": (lambda t: t[:, [7]], lambda z: z.index((slice(None), [7]))),
+    "reversed": (lambda t: t[::-1, ::-1], lambda z: z.index((slice(None, None, -1),) * 2)),
+    "transposed stride": (lambda t: t.T[::-2],
+                          lambda z: z.transpose().index(slice(None, None, -2))),
+    "stride from 5": (lambda t: t[5::3, :5:-2], lambda z: z.index((slice(5, None, 3),
+                                                                   slice(None, 5, -2)))),
+}
+
+
+@pytest.mark.parametrize("json", _INFINITE_DOMAINS)
+def test_operations_on_infinite_domains_like_tensorstore(json):
+    """Translations keep infinite bounds and refuse to leave the finite range; single indices
+    (integers, one-element index arrays) must be finite."""
+    for name, (ts_op, zk_op) in _OPS.items():
+        expected = _slice_outcome(lambda j, _: ts.IndexTransform(json=j),
+                                  lambda t, op: op(t).to_json(), json, None, ts_op)
+        actual = _slice_outcome(lambda j, _: IndexTransform.from_json(j),
+                                lambda t, op: op(t).to_json(), json, None, zk_op)
+        assert expected == actual, name
 
 
 @st.composite

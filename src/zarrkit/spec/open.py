@@ -25,7 +25,7 @@ from .context import Context
 from .node import OpenState, check_revalidation_bound
 from .schema import Schema
 from .spec import ZARR3_MEMBERS, Spec, check_driver
-from .transform import IndexTransform, domain_through
+from .transform import IndexTransform, domain_through, layout_through, units_through
 from .view import View
 from .zarr2 import V2Constraints, labels_of, new_zarray
 from .zarr2 import check_existing as check_zarr2
@@ -96,16 +96,25 @@ def _schema(json: dict[str, Any], options: dict[str, Any], transform: Any) -> Sc
     if transform is not None:
         keywords["rank"] = None
     schema.update(where="open", **keywords)
-    if transform is not None and schema.domain is not None:
+    if transform is not None:
         schema = _through_transform(schema, transform)
     return schema
 
 
 def _through_transform(schema: Schema, transform: IndexTransform) -> Schema:
-    """The schema with its domain (given in the transform's input space, as TensorStore
-    reads it) mapped onto the array's dimensions."""
+    """The schema with its domain, chunk layout and dimension units (given in the transform's
+    input space, as TensorStore reads them) mapped onto the array's dimensions; the codec is
+    taken as given (TensorStore does not map it either)."""
+    if schema.rank not in (None, transform.input_rank):
+        raise SpecError(f"schema: rank {schema.rank} does not match the transform's input rank "
+                        f"{transform.input_rank}")
     json = schema.to_json()
-    json["domain"] = domain_through(transform, schema.domain).to_json()
+    if schema.domain is not None:
+        json["domain"] = domain_through(transform, schema.domain).to_json()
+    if "chunk_layout" in json:
+        json["chunk_layout"] = layout_through(transform, json["chunk_layout"])
+    if "dimension_units" in json:
+        json["dimension_units"] = units_through(transform, json["dimension_units"])
     json["rank"] = transform.output_rank
     return Schema(json)
 

@@ -2,9 +2,11 @@
 
 An `IndexDomain` is a box of integer coordinates: per dimension an inclusive lower and an
 exclusive upper bound, each possibly *implicit* (resizable; shown as `[[n]]` in JSON and `n*`
-in text), and a label. An `IndexTransform` maps each point of its input domain to a point of
-the array: every output dimension is a constant, `offset + stride * input[j]`, or an index
-array over the input domain (`index_array`, broadcast with size-1 dimensions).
+in text), and a label. As in TensorStore, an infinite bound is the inclusive index -INF or
++INF (so +inf is the exclusive_max INF_MAX), and finite indices lie strictly between. An
+`IndexTransform` maps each point of its input domain to a point of the array: every output
+dimension is a constant, `offset + stride * input[j]`, or an index array over the input domain
+(`index_array`, broadcast with size-1 dimensions).
 
 The operations views offer (translate, label, transpose, numpy-style, outer and vectorized
 indexing) each build a new transform; indexing composes an "inner" transform (new input ->
@@ -23,27 +25,29 @@ import numpy as np
 
 from ..errors import SelectionError, SpecError
 
-INF = 2**62 - 1  # TensorStore's largest index; -INF/+INF bounds are infinite
+INF = 2**62 - 1  # TensorStore's infinite index: inclusive bounds -INF and +INF are infinite
+INF_MAX = INF + 1  # the exclusive_max of an infinite upper bound
 
 # -- JSON helpers ----------------------------------------------------------------------------
 
 
-def _bound_from_json(value: Any, where: str) -> tuple[int, bool]:
-    """(bound, implicit) from `5`, `[5]` (implicit), "-inf" or "+inf"."""
+def _bound_from_json(value: Any, where: str, infinity: str) -> tuple[int, bool]:
+    """(bound, implicit) from `5`, `[5]` (implicit) or `infinity`: "-inf" (for lower bounds,
+    read as -INF) or "+inf" (for upper bounds, read as the exclusive INF_MAX)."""
     implicit = isinstance(value, list)
     if implicit:
         if len(value) != 1:
             raise SpecError(f"{where}: expected a bound or [bound], got {value!r}")
         value = value[0]
-    if value in ("-inf", "+inf"):
-        return (-INF if value == "-inf" else INF), implicit
+    if value == infinity:
+        return (-INF if value == "-inf" else INF_MAX), implicit
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise SpecError(f"{where}: expected an integer bound, got {value!r}")
+        raise SpecError(f"{where}: expected an integer bound or {infinity!r}, got {value!r}")
     return int(value), implicit
 
 
 def _bound_to_json(value: int, implicit: bool) -> Any:
-    v: Any = "-inf" if value <= -INF else "+inf" if value >= INF else int(value)
+    v: Any = "-inf" if value == -INF else "+inf" if value == INF_MAX else int(value)
     return [v] if implicit else v
 
 
@@ -54,6 +58,10 @@ def _int_list(value: Any, rank: int | None, where: str) -> list[Any]:
     if rank is not None and len(value) != rank:
         raise SpecError(f"{where}: expected {rank} values, got {len(value)}")
     return value
+
+
+def _text(bound: int) -> str:
+    return "-inf" if bound == -INF else "+inf" if bound == INF_MAX else str(bound)
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -82,8 +90,10 @@ class IndexDomain:
             if len(getattr(self, name)) != rank:
                 raise SpecError(f"index domain: {name} does not have rank {rank}")
         for i, (lo, hi) in enumerate(zip(self.inclusive_min, self.exclusive_max, strict=True)):
-            if hi < lo:
-                raise SpecError(f"index domain: dimension {i} has bounds [{lo}, {hi})")
+            # TensorStore's valid intervals: neither end is the other side's infinity.
+            if hi < lo or not -INF <= lo < INF or not -INF + 1 < hi <= INF_MAX:
+                raise SpecError(f"index domain: dimension {i} has bounds [{_text(lo)}, "
+                                f"{_text(hi)}), not a valid interval")
         named = [label for label in self.labels if label]
         if len(named) != len(set(named)):
             raise SpecError(f"index domain: dimension labels {list(self.labels)} are not unique")
@@ -112,7 +122,7 @@ class IndexDomain:
         elif inclusive_max is not None:
             hi = [int(v) + 1 for v in inclusive_max]
         else:
-            hi = [INF] * rank
+            hi = [INF_MAX] * rank
         lower = implicit_lower_bounds or [inclusive_min is None and shape is None] * rank
         upper = implicit_upper_bounds or [shape is None and exclusive_max is None
                                           and inclusive_max is None] * rank
@@ -147,8 +157,8 @@ class IndexDomain:
                                                  strict=True)):
             out[prefix + "inclusive_min"] = [_bound_to_json(v, f) for v, f in zip(
                 self.inclusive_min, self.implicit_lower_bounds, strict=True)]
-        if any(v < INF or not f for v, f in zip(self.exclusive_max, self.implicit_upper_bounds,
-                                                strict=True)):
+        if any(v < INF_MAX or not f for v, f in zip(self.exclusive_max,
+                                                     self.implicit_upper_bounds, strict=True)):
             out[prefix + "exclusive_max"] = [_bound_to_json(v, f) for v, f in zip(
                 self.exclusive_max, self.implicit_upper_bounds, strict=True)]
         if any(self.labels):
@@ -188,9 +198,9 @@ class IndexDomain:
         parts = []
         for i in range(self.rank):
             lo, hi = self.inclusive_min[i], self.exclusive_max[i]
-            text = ("(-inf" if lo <= -INF else f"[{lo}") + ("*" if self.implicit_lower_bounds[i]
+            text = ("(-inf" if lo == -INF else f"[{lo}") + ("*" if self.implicit_lower_bounds[i]
                                                              else "")
-            text += ", " + ("+inf" if hi >= INF else str(hi))
+            text += ", " + ("+inf" if hi == INF_MAX else str(hi))
             text += ("*" if self.implicit_upper_bounds[i] else "") + (")")
             label = self.labels[i]
             parts.append(f'"{label}": {text}' if label else text)
@@ -207,15 +217,16 @@ class IndexDomain:
             if self.labels[i] and other.labels[i] and self.labels[i] != other.labels[i]:
                 raise SpecError(f"{where}: dimension {i} labels {self.labels[i]!r} and "
                                 f"{other.labels[i]!r} do not match")
-            for name, a, b in (("lower", self.inclusive_min[i], other.inclusive_min[i]),
-                               ("upper", self.exclusive_max[i], other.exclusive_max[i])):
-                if abs(a) < INF and abs(b) < INF and a != b:
+            for name, a, b, infinite in (
+                    ("lower", self.inclusive_min[i], other.inclusive_min[i], -INF),
+                    ("upper", self.exclusive_max[i], other.exclusive_max[i], INF_MAX)):
+                if infinite not in (a, b) and a != b:
                     raise SpecError(f"{where}: dimension {i} {name} bounds {a} and {b} do "
                                     "not match")
         return IndexDomain(
-            tuple(a if abs(a) < INF else b for a, b in zip(self.inclusive_min,
-                                                            other.inclusive_min, strict=True)),
-            tuple(a if abs(a) < INF else b for a, b in zip(self.exclusive_max,
+            tuple(b if a == -INF else a for a, b in zip(self.inclusive_min,
+                                                         other.inclusive_min, strict=True)),
+            tuple(b if a == INF_MAX else a for a, b in zip(self.exclusive_max,
                                                             other.exclusive_max, strict=True)),
             tuple(a and b for a, b in zip(self.implicit_lower_bounds,
                                           other.implicit_lower_bounds, strict=True)),
@@ -234,20 +245,22 @@ def _domain_from_members(json: dict[str, Any], prefix: str, where: str) -> Index
             rank = len(_int_list(get(name), rank, f"{where}.{prefix}{name}"))
     if rank is None:
         raise SpecError(f"{where}: the rank is not specified")
-    lo = [_bound_from_json(v, f"{where}.{prefix}inclusive_min")
+    lo = [_bound_from_json(v, f"{where}.{prefix}inclusive_min", "-inf")
           for v in get("inclusive_min") or (["-inf"] if get("shape") is None else [0]) * rank]
     if get("inclusive_min") is None:
         lo = [(v, get("shape") is None) for v, _ in lo]
     if get("shape") is not None:
-        hi = [_bound_from_json(v, f"{where}.{prefix}shape") for v in get("shape")]
-        hi = [(a + n, f) for (a, _), (n, f) in zip(lo, hi, strict=True)]
+        hi = [_bound_from_json(v, f"{where}.{prefix}shape", "+inf") for v in get("shape")]
+        hi = [(n if n == INF_MAX else a + n, f) for (a, _), (n, f) in zip(lo, hi, strict=True)]
     elif get("exclusive_max") is not None:
-        hi = [_bound_from_json(v, f"{where}.{prefix}exclusive_max") for v in get("exclusive_max")]
+        hi = [_bound_from_json(v, f"{where}.{prefix}exclusive_max", "+inf")
+              for v in get("exclusive_max")]
     elif get("inclusive_max") is not None:
-        hi = [(v + 1, f) for v, f in (_bound_from_json(x, f"{where}.{prefix}inclusive_max")
-                                      for x in get("inclusive_max"))]
+        hi = [(v if v == INF_MAX else v + 1, f) for v, f in (
+            _bound_from_json(x, f"{where}.{prefix}inclusive_max", "+inf")
+            for x in get("inclusive_max"))]
     else:
-        hi = [(INF, True)] * rank
+        hi = [(INF_MAX, True)] * rank
     labels = get("labels") or [""] * rank
     if not all(isinstance(label, str) for label in labels):
         raise SpecError(f"{where}.{prefix}labels: expected strings, got {labels!r}")
@@ -384,16 +397,16 @@ class IndexTransform:
         shift = []
         for i, t in enumerate(target):
             lo = self.domain.inclusive_min[i]
-            if t is not None and abs(lo) >= INF:
+            if t is not None and lo == -INF:
                 raise SelectionError(f"translate_to: dimension {i} has no finite origin")
             shift.append(0 if t is None else int(t) - lo)
         return self._shifted(shift)
 
     def _shifted(self, shift: list[int]) -> IndexTransform:
         d = self.domain
-        domain = replace(d, inclusive_min=tuple(_add(v, s) for v, s in zip(
-            d.inclusive_min, shift, strict=True)), exclusive_max=tuple(_add(v, s) for v, s in zip(
-                d.exclusive_max, shift, strict=True)))
+        domain = replace(d, inclusive_min=tuple(_add(v, s, -INF, 0) for v, s in zip(
+            d.inclusive_min, shift, strict=True)), exclusive_max=tuple(
+                _add(v, s, INF_MAX, 1) for v, s in zip(d.exclusive_max, shift, strict=True)))
         output = tuple(replace(m, offset=m.offset - m.stride * shift[m.input_dimension])
                        if m.method == "single_input_dimension" else m for m in self.output)
         return IndexTransform(domain, output)
@@ -456,8 +469,15 @@ class IndexTransform:
         return [_coordinates(m, self.domain) for m in self.output]
 
 
-def _add(value: int, shift: int) -> int:
-    return value if abs(value) >= INF else value + shift
+def _add(value: int, shift: int, infinite: int, exclusive: int) -> int:
+    """A shifted bound; infinite bounds stay, finite (inclusive) ones stay finite."""
+    if value == infinite:
+        return value
+    inclusive = value - exclusive + shift
+    if abs(inclusive) >= INF:
+        raise SelectionError(f"{value - exclusive} + {shift} is outside the valid range of "
+                             f"finite indices [{-INF + 1}, {INF - 1}]")
+    return value + shift
 
 
 def _per_dim(values: Any, rank: int, what: str) -> list[Any]:
@@ -569,14 +589,24 @@ def _slice_dim(s: slice, domain: IndexDomain, j: int) -> tuple[tuple[int, int, b
     # The phase (which indices are hit) comes from the start; the bounds from [first, last].
     phase = start if start is not None else (domain.inclusive_min[j] if step > 0
                                              else domain.exclusive_max[j] - 1)
+    if abs(step) != 1 and abs(phase) >= INF:
+        raise SelectionError(f"slicing dimension {j} with step {step} needs a finite start "
+                             "index")
     offset = phase - step * _trunc_div(phase, step)
-    lo_end, hi_end = (first, last) if step > 0 else (last, first)
-    new_lo = -((offset - lo_end) // step)  # ceil((lo_end - offset) / step)
-    new_hi = (hi_end - offset) // step + 1  # floor((hi_end - offset) / step) + 1
+    new_lo, new_hi = _strided(first, last, offset, step)
     bounds = (new_lo, max(new_lo, new_hi), flags[0], flags[1])
     if domain.inclusive_min[j] == domain.exclusive_max[j]:
         bounds = _slice_of_empty(bounds, domain, j, offset, step)
     return bounds, offset, step
+
+
+def _strided(first: int, last: int, offset: int, step: int) -> tuple[int, int]:
+    """The new [lo, hi) whose images `offset + step * i` fall in [first, last]; an infinite
+    end (which the checks allow only on the stop's side) gives an infinite bound."""
+    lo_end, hi_end = (first, last) if step > 0 else (last, first)
+    new_lo = -INF if abs(lo_end) >= INF else -((offset - lo_end) // step)  # ceil
+    new_hi = INF_MAX if abs(hi_end) >= INF else (hi_end - offset) // step + 1  # floor + 1
+    return new_lo, new_hi
 
 
 def _slice_of_empty(bounds: tuple[int, int, bool, bool], domain: IndexDomain, j: int,
@@ -598,21 +628,29 @@ def _slice_of_empty(bounds: tuple[int, int, bool, bool], domain: IndexDomain, j:
     return lo, hi, ilo, ihi
 
 
-def _invalid(start: int, stop: int, step: int, j: int) -> SelectionError:
-    return SelectionError(f"slice {start}:{stop}:{step} of dimension {j} is not a valid "
-                          "interval (stop before start)")
+def _closed(first: int, last: int, step: int, j: int) -> tuple[int, int]:
+    """The slice's closed interval [first, last], if valid as TensorStore requires: -inf
+    only as the first index, +inf only as the last, and no further outside."""
+    if not (-INF <= first < INF and -INF < last <= INF and last >= first - 1):
+        raise SelectionError(f"slice of dimension {j} with step {step}: [{_text(first)}, "
+                             f"{'+inf' if last == INF else last}] is not a valid closed "
+                             "interval")
+    return first, last
+
+
+def _end(stop: int, toward: int) -> int:
+    """The last index before a slice's stop; a stop of -INF or +INF is that infinity."""
+    return stop if abs(stop) >= INF else stop + toward
 
 
 def _forward(start: int | None, stop: int | None, domain: IndexDomain, j: int,
              step: int) -> tuple[int, int, tuple[bool, bool]]:
     """[first, last] selected by a positive step; omitted bounds keep their implicit flag."""
     first = domain.inclusive_min[j] if start is None else start
-    end = domain.exclusive_max[j] if stop is None else stop
-    if end < first:
-        raise _invalid(first, end, step, j)
+    last = domain.exclusive_max[j] - 1 if stop is None else _end(stop, -1)
     flags = (start is None and domain.implicit_lower_bounds[j],
              stop is None and domain.implicit_upper_bounds[j])
-    return first, end - 1, flags
+    return *_closed(first, last, step, j), flags
 
 
 def _backward(start: int | None, stop: int | None, domain: IndexDomain, j: int,
@@ -620,16 +658,14 @@ def _backward(start: int | None, stop: int | None, domain: IndexDomain, j: int,
     """[first, last] selected by a negative step, as TensorStore computes it: a bound given
     alone (the other omitted) yields to the domain's bound on its side when that is implicit,
     and the new bound stays implicit."""
-    lo, hi = domain.inclusive_min[j], domain.exclusive_max[j]
+    lo, last_index = domain.inclusive_min[j], domain.exclusive_max[j] - 1
     ilo, ihi = domain.implicit_lower_bounds[j], domain.implicit_upper_bounds[j]
-    raw_start = hi - 1 if start is None else start
-    raw_stop = lo - 1 if stop is None else stop
-    if raw_start < raw_stop:
-        raise _invalid(raw_start, raw_stop, step, j)
+    _closed(lo if stop is None else _end(stop, 1), last_index if start is None else start,
+            step, j)
     ignore_start = start is not None and stop is None and ihi
     ignore_stop = stop is not None and start is None and ilo
-    last = hi - 1 if start is None or ignore_start else start
-    first = lo if stop is None or ignore_stop else stop + 1
+    last = last_index if start is None or ignore_start else start
+    first = lo if stop is None or ignore_stop else _end(stop, 1)
     both_omitted = start is None and stop is None
     flags = ((both_omitted and ihi) or ignore_start, (both_omitted and ilo) or ignore_stop)
     return first, last, flags
@@ -643,6 +679,10 @@ def domain_through(transform: IndexTransform, domain: IndexDomain) -> IndexDomai
     if domain.rank != transform.input_rank:
         raise SpecError(f"domain: rank {domain.rank} does not match the transform's input rank "
                         f"{transform.input_rank}")
+    read = [m.input_dimension for m in transform.output if m.input_dimension is not None]
+    if len(read) != len(set(read)):
+        raise SpecError("domain: cannot constrain the domain through a transform with several "
+                        "output dimensions reading the same input dimension")
     dims = [_dim_through(m, i, domain) for i, m in enumerate(transform.output)]
     return IndexDomain(*(tuple(d[k] for d in dims) for k in range(5)))
 
@@ -652,17 +692,98 @@ def _dim_through(m: OutputIndexMap, i: int, domain: IndexDomain) -> tuple[Any, .
         raise SpecError(f"domain: cannot constrain the domain through a transform whose output "
                         f"dimension {i} is a{'n index array' if m.method == 'array' else ' constant'}")
     j = m.input_dimension
-    lo, hi = domain.inclusive_min[j], domain.exclusive_max[j]
+    lo, last = domain.inclusive_min[j], domain.exclusive_max[j] - 1  # +-INF when infinite
     ilo, ihi = domain.implicit_lower_bounds[j], domain.implicit_upper_bounds[j]
-    if abs(m.stride) != 1 and (lo > -INF or hi < INF):
-        raise SpecError(f"domain: cannot constrain dimension {j} to [{lo}, {hi}) through the "
-                        f"transform's stride {m.stride} (output dimension {i})")
-    first = -INF if lo <= -INF else m.offset + m.stride * lo  # the images of the ends
-    last = INF if hi >= INF else m.offset + m.stride * (hi - 1)
+    if abs(m.stride) != 1 and (lo != -INF or last != INF):
+        raise SpecError(f"domain: cannot constrain dimension {j} to [{_text(lo)}, "
+                        f"{_text(last + 1)}) through the transform's stride {m.stride} (output "
+                        f"dimension {i})")
+    # The images of the ends; an infinite end stays infinite (its sign follows the stride).
+    ends = [(x if m.stride > 0 else -x) if abs(x) == INF else m.offset + m.stride * x
+            for x in (lo, last)]
     if m.stride < 0:
-        first, last = (-INF if hi >= INF else last), (INF if lo <= -INF else first)
-        ilo, ihi = ihi, ilo
-    return first, INF if last >= INF else last + 1, ilo, ihi, domain.labels[j]
+        ends, ilo, ihi = ends[::-1], ihi, ilo
+    return ends[0], ends[1] + 1, ilo, ihi, domain.labels[j]
+
+
+# Per-dimension schema constraints (JSON lists, one entry per input dimension, None where
+# unconstrained) mapped like the domain: output dimension i takes the value of the input
+# dimension its map reads, scaled by the stride; constant and index array outputs are left
+# unconstrained. A hard constraint on an input dimension no output reads is refused (units:
+# also one only an index array reads), as TensorStore does.
+
+
+def _readers(transform: IndexTransform, arrays: bool) -> set[int]:
+    """Input dimensions some output map reads (index arrays included if `arrays`)."""
+    used = {m.input_dimension for m in transform.output if m.method == "single_input_dimension"}
+    if arrays:
+        used |= {j for m in transform.output if m.method == "array"
+                 for j, n in enumerate(m.index_array.shape) if n > 1}
+    return used
+
+
+def _vector_through(transform: IndexTransform, values: list[Any], where: str, hard: bool,
+                    image: Any, arrays: bool = True) -> list[Any]:
+    if len(values) != transform.input_rank:
+        raise SpecError(f"{where}: {len(values)} values do not match the transform's input "
+                        f"rank {transform.input_rank}")
+    used = _readers(transform, arrays)
+    for j, value in enumerate(values):
+        if hard and value is not None and j not in used:
+            raise SpecError(f"{where}: no output dimension corresponds to input dimension {j} "
+                            f"(constrained to {value!r})")
+    return [image(values[m.input_dimension], m, where, i)
+            if m.method == "single_input_dimension" and values[m.input_dimension] is not None
+            else None for i, m in enumerate(transform.output)]
+
+
+def _scaled(value: Any, m: OutputIndexMap, where: str, i: int) -> Any:
+    return value * abs(m.stride)  # a chunk of n input indices spans n * |stride| outputs
+
+
+def _origin(value: int, m: OutputIndexMap, where: str, i: int) -> int:
+    # With a negative stride the cell [o, o + n) maps to one ending at offset + stride * o.
+    out = m.offset + m.stride * (value if m.stride > 0 else value - 1)
+    if abs(out) >= INF:
+        raise SpecError(f"{where}: grid origin {value} maps outside the finite indices on "
+                        f"output dimension {i}")
+    return out
+
+
+def _unit(value: list[Any], m: OutputIndexMap, where: str, i: int) -> list[Any]:
+    return [value[0] / abs(m.stride), value[1]]  # one output step is 1/|stride| input steps
+
+
+def _order_through(transform: IndexTransform, order: list[int]) -> list[int]:
+    """Each input dimension's outputs in the input order, then the unread outputs."""
+    out = [i for j in order for i, m in enumerate(transform.output)
+           if m.method == "single_input_dimension" and m.input_dimension == j]
+    return out + [i for i in range(transform.output_rank) if i not in out]
+
+
+def units_through(transform: IndexTransform, units: list[Any]) -> list[Any]:
+    """dimension_units ([multiplier, base_unit] or None per input dimension) per output."""
+    return _vector_through(transform, units, "dimension_units", True, _unit, arrays=False)
+
+
+def layout_through(transform: IndexTransform, layout: dict[str, Any]) -> dict[str, Any]:
+    """A chunk layout's JSON (TensorStore's members) on the transform's output dimensions."""
+    out: dict[str, Any] = {}
+    for key, value in layout.items():
+        hard = not key.endswith("_soft_constraint")
+        where = f"chunk_layout.{key}"
+        if key.startswith("inner_order"):
+            if len(value) != transform.input_rank:
+                raise SpecError(f"{where}: {value} does not match the transform's input rank "
+                                f"{transform.input_rank}")
+            out[key] = _order_through(transform, value)
+        elif key.startswith("grid_origin"):
+            out[key] = _vector_through(transform, value, where, hard, _origin)
+        elif isinstance(value, dict):  # a chunk grid: elements need no mapping
+            out[key] = {k: v if k.startswith("elements") else _vector_through(
+                transform, v, f"{where}.{k}", not k.endswith("_soft_constraint"), _scaled)
+                for k, v in value.items()}
+    return out
 
 
 def certainly_empty(domain: IndexDomain) -> bool:
@@ -681,16 +802,13 @@ def _check_contained(first: int, last: int, domain: IndexDomain, j: int, count: 
                              f"[{lo}, {hi}) of dimension {j}")
 
 
-def _check_index(values: np.ndarray | int, domain: IndexDomain, j: int) -> None:
+def _check_index(value: int, domain: IndexDomain, j: int) -> None:
+    """A single index must be finite, and within the explicit bounds."""
     lo, hi = domain.inclusive_min[j], domain.exclusive_max[j]
-    arr = np.asarray(values)
-    if not arr.size:
-        return
-    low, high = int(arr.min()), int(arr.max())
-    if (not domain.implicit_lower_bounds[j] and low < lo) or \
-            (not domain.implicit_upper_bounds[j] and high >= hi):
-        bad = low if low < lo else high
-        raise SelectionError(f"index {bad} is outside the domain [{lo}, {hi}) of dimension {j}")
+    if abs(value) >= INF or (not domain.implicit_lower_bounds[j] and value < lo) or \
+            (not domain.implicit_upper_bounds[j] and value >= hi):
+        raise SelectionError(f"index {value} is outside the domain [{_text(lo)}, {_text(hi)}) "
+                             f"of dimension {j}")
 
 
 class _Builder:
@@ -772,11 +890,18 @@ def _numpy_like(domain: IndexDomain, terms: list[tuple[Any, ...]], broadcast: li
             if first is None:
                 first = place_arrays()
             b.maps.append(("array", broadcast[k], first))
+            _check_single(b, broadcast[k], domain, old)
             k += 1
         else:
             _basic_term(b, term, domain, old)
         old += 1
     return b.transform()
+
+
+def _check_single(b: _Builder, array: np.ndarray, domain: IndexDomain, old: int) -> None:
+    """A one-element index array becomes a constant, checked as an integer index is."""
+    if array.size == 1:
+        b.checks.append((int(array.reshape(-1)[0]), domain, old))
 
 
 def _basic_term(b: _Builder, term: tuple[Any, ...], domain: IndexDomain, old: int) -> None:
@@ -804,6 +929,7 @@ def _outer(domain: IndexDomain, terms: list[tuple[Any, ...]]) -> IndexTransform:
                 for n in array.shape:
                     b.new_dim(0, n, False, False, "")
             b.maps.append(("array", array, placed[group]))
+            _check_single(b, array, domain, old)
         else:
             _basic_term(b, term, domain, old)
         old += 1
