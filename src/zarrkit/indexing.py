@@ -185,6 +185,30 @@ class Plan:
     def nitems(self) -> int:
         return math.prod(self.buffer_shape)
 
+    @property
+    def is_points(self) -> bool:
+        """A vectorized (point) selection: its chunks are not a product of per-axis parts."""
+        return self._vectorized is not None
+
+    def by_block(self, chunks_per_block: tuple[int, ...]) -> list[tuple[tuple[int, ...], Plan]]:
+        """The plan split into blocks of `chunks_per_block` chunks (shards): each block's grid
+        coordinates with the plan of the chunks inside it, without listing any chunk here (the
+        blocks' plans are iterated later, in parallel). Not for point selections."""
+        if self._vectorized is not None:
+            raise ValueError("point selections are not split by block")
+        per_dim = []
+        for d, n in zip(self._dims, chunks_per_block, strict=True):
+            groups: dict[int, list[_DimPart]] = {}
+            for part in d.parts:
+                groups.setdefault(part.chunk // n, []).append(part)
+            per_dim.append([(b, _Dim(parts, d.out_len, d.flip, d.is_array))
+                            for b, parts in groups.items()])
+        blocks = []
+        for combo in itertools.product(*per_dim):
+            sub = Plan([dim for _, dim in combo], self.out_shape, chunk_shape=self._chunk_shape)
+            blocks.append((tuple(b for b, _ in combo), sub))
+        return blocks
+
     def __iter__(self) -> Iterator[ChunkProjection]:
         if self._vectorized is not None:
             yield from self._iter_vectorized()

@@ -172,18 +172,33 @@ def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
     _run(bounded(arr.copy_limit, task), list(plan), _small(arr, plan))
 
 
-def _group_by_shard(plan: Plan, cps: tuple[int, ...]) -> dict[tuple[int, ...], list[Any]]:
-    groups: dict[tuple[int, ...], list[Any]] = {}
+def _shard_groups(plan: Plan, cps: tuple[int, ...]) -> list[tuple[tuple[int, ...], Any]]:
+    """(shard coordinates, the selection's projections inside that shard) for each shard
+    touched. The projections are a plan of their own, listed only when used, so that the pool
+    threads list them in parallel (a shard holds thousands of inner chunks)."""
+    if not plan.is_points:
+        return plan.by_block(cps)
+    groups: dict[tuple[int, ...], list[ChunkProjection]] = {}
     for p in plan:
-        shard = tuple(c // n for c, n in zip(p.coords, cps, strict=True))
-        within = tuple(c - s * n for c, s, n in zip(p.coords, shard, cps, strict=True))
-        groups.setdefault(shard, []).append((within, p))
-    return groups
+        groups.setdefault(tuple(c // n for c, n in zip(p.coords, cps, strict=True)), []).append(p)
+    return list(groups.items())
+
+
+def _members(shard: tuple[int, ...], projections: Any,
+             cps: tuple[int, ...]) -> list[tuple[tuple[int, ...], ChunkProjection]]:
+    """Each projection with its inner chunk's coordinates within the shard."""
+    return [(tuple(c - s * n for c, s, n in zip(p.coords, shard, cps, strict=True)), p)
+            for p in projections]
+
+
+def _group_by_shard(plan: Plan, cps: tuple[int, ...]) -> dict[tuple[int, ...], list[Any]]:
+    return {shard: _members(shard, ps, cps) for shard, ps in _shard_groups(plan, cps)}
 
 
 def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
                   out: np.ndarray) -> None:
-    groups = list(_group_by_shard(plan, sharding.chunks_per_shard).items())
+    cps = sharding.chunks_per_shard
+    groups = _shard_groups(plan, cps)
     inner, cache = sharding.inner, arr.cache
     tokens: dict[tuple[int, ...], Any] = {}  # cache tokens of the inner chunks fetched
 
@@ -198,10 +213,11 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
         if chunk is not None:  # missing inner chunks are already the fill value
             out[p.out_selection] = chunk[p.chunk_selection]
 
-    def fetch(group: tuple[tuple[int, ...], list[Any]]) -> list[Any]:
+    def fetch(group: tuple[tuple[int, ...], Any]) -> list[Any]:
+        members = _members(group[0], group[1], cps)
         if cache is None:
-            return _fetch_inner_chunks(arr, sharding, *group)
-        return _fetch_cached(arr, sharding, group[0], group[1], tokens)
+            return _fetch_inner_chunks(arr, sharding, group[0], members)
+        return _fetch_cached(arr, sharding, group[0], members, tokens)
 
     if len(groups) >= concurrency():  # enough shards to keep every thread busy
         run_all(bounded(arr.copy_limit, lambda g: [place(item) for item in fetch(g)]), groups)
@@ -277,7 +293,7 @@ def write(arr: ChunkedArray, plan: Plan, value: Any) -> None:
 def _written_keys(arr: ChunkedArray, plan: Plan) -> set[str]:
     if arr.sharding is None:
         return {arr.key(p.coords) for p in plan}
-    return {arr.key(shard) for shard in _group_by_shard(plan, arr.sharding.chunks_per_shard)}
+    return {arr.key(shard) for shard, _ in _shard_groups(plan, arr.sharding.chunks_per_shard)}
 
 
 def _encoded(arr: ChunkedArray, chain: CodecChain, chunk: np.ndarray) -> Buffer | None:
