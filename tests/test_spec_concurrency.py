@@ -39,7 +39,8 @@ class _Gauge:
 
 @pytest.fixture(autouse=True)
 def _always_parallel(monkeypatch):
-    monkeypatch.setattr(chunk_io, "INLINE_READ_BYTES", 0)  # small reads use the pool too
+    for name in ("INLINE_READ_BYTES", "INLINE_SLOW_READ_BYTES", "INLINE_CHUNK_BYTES"):
+        monkeypatch.setattr(chunk_io, name, 0)  # small reads use the pool too
 
 
 def _spec(path, **members):

@@ -124,14 +124,22 @@ INLINE_READ_BYTES = int(os.environ.get("ZARRKIT_INLINE_READ_BYTES", 1 << 22))
 
 #: The same for chunks whose codecs decode slowly (zstd, gzip): a hand-off is soon worth it.
 INLINE_SLOW_READ_BYTES = int(os.environ.get("ZARRKIT_INLINE_SLOW_READ_BYTES", 1 << 16))
+#: Chunks this small that decode fast are read in the calling thread however many there are:
+#: their work is a few short system calls, each of which hands the GIL over when other threads
+#: run, and those hand-offs cost more than the calls (measured 1.4x slower with two threads).
+INLINE_CHUNK_BYTES = int(os.environ.get("ZARRKIT_INLINE_CHUNK_BYTES", 1 << 16))
 
 
 def _small(arr: ChunkedArray, plan: Plan) -> bool:
     if plan.nchunks_hint <= 1:
         return True
+    if arr.store.io_concurrency:  # a network store: requests wait in parallel, never inline
+        return False
     chain = arr.sharding.inner if arr.sharding else arr.chain
     fast = all(c.fast_decode for c in chain.bytes_bytes)
     chunk_bytes = math.prod(arr.read_chunk_shape) * arr.dtype.itemsize
+    if fast and chunk_bytes <= INLINE_CHUNK_BYTES:
+        return True
     return plan.nchunks_hint * chunk_bytes <= (INLINE_READ_BYTES if fast else INLINE_SLOW_READ_BYTES)
 
 
