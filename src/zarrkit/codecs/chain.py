@@ -116,20 +116,6 @@ class CodecChain:
             data = encode_bytes(data)
         return data
 
-    def decode(self, data: Buffer) -> np.ndarray:
-        """Decode one stored chunk to spec.shape/spec.dtype (possibly a read-only or strided view)."""
-        try:
-            for decode_bytes in self._bb_decode:
-                data = decode_bytes(data)
-            array = self._ab_decode(data)
-            for decode in self._aa_decode:
-                array = decode(array)
-        except ZarrkitError:
-            raise
-        except Exception as e:  # a codec library's own error: the stored bytes are bad
-            raise CorruptDataError(f"cannot decode chunk: {type(e).__name__}: {e}") from e
-        return array
-
     def _decoder_into(self, size: int | None, spec: ChunkSpec) -> Callable[..., Buffer] | None:
         """The last decode step (the first bytes->bytes codec) writing into a given buffer, when
         that codec can and the size of its output is fixed and small enough for scratch."""
@@ -138,16 +124,24 @@ class CodecChain:
             return None
         return partial(into, spec=spec, size=size)
 
+    def decode(self, data: Buffer) -> np.ndarray:
+        """Decode one stored chunk to spec.shape/spec.dtype (possibly a read-only or strided view)."""
+        return self._decode(data, None)
+
     def decode_transient(self, data: Buffer) -> np.ndarray:
         """`decode`, but the result may live in this thread's scratch buffer: it must be consumed
         (copied out) before the thread decodes again, and never kept (no caching)."""
-        into = self._bb_into
-        if into is None:
-            return self.decode(data)
+        return self._decode(data, self._bb_into)
+
+    def _decode(self, data: Buffer, into: Any) -> np.ndarray:
         try:
-            for decode_bytes in self._bb_decode[:-1]:
-                data = decode_bytes(data)
-            data = into(data, dest=scratch(into.keywords["size"]))
+            if into is None:
+                for decode_bytes in self._bb_decode:
+                    data = decode_bytes(data)
+            else:
+                for decode_bytes in self._bb_decode[:-1]:
+                    data = decode_bytes(data)
+                data = into(data, dest=scratch(into.keywords["size"]))
             array = self._ab_decode(data)
             for decode in self._aa_decode:
                 array = decode(array)

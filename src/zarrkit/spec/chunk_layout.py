@@ -20,6 +20,12 @@ How the choice works (observed behaviour, reproduced here):
 TensorStore's own search for that factor sometimes stops one step short when the aspect ratios
 are not in power-of-two proportion (aspect [1, 1.7] with 11 elements: TensorStore [2, 4], here
 [2, 5]); we did not find its exact stepping, so there we return the larger, still fitting chunk.
+What is known of it: sizes are floor(factor * aspect), never rounded (10 elements give [2, 5]);
+its result depends on the search bounds, i.e. on max(min(extent, elements) / aspect) over the
+free dimensions, and on the element counts it meets on the way, not only on which chunks fit.
+The same path dependence shows where snapping to divisors makes "fits" non-monotone (a write
+size of 2**40 with read elements between 2**22 and 2**40): there it behaves like a bisection on
+log(factor) between 1/2 and 2 * elements, but not exactly.
 """
 
 from __future__ import annotations

@@ -10,12 +10,14 @@ goes to `spec/zarr2.py`.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .. import formats, storage
 from ..array import Array
 from ..errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
+from ..formats import V3_KEY
 from ..kvstore import KvStore, normalize_kvstore_spec, open_kvstore
 from ..metadata.json import json_dumps
 from ..metadata.names import normalize_path
@@ -188,8 +190,8 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
     schema = _schema(json, options, transform)
     state = _state(json, options, mode)
     store, path = _location(json, _read_only(options))
-    array = _open_or_create(store, path, mode, constraints, schema, _read_only(options),
-                            _write_empty(json, options))
+    array = _open_or_create(store, path, mode, _ZARR3, constraints, schema,
+                            _read_only(options), _write_empty(json, options))
     _attach(array, state)
     return _with_transform(array, transform)
 
@@ -200,32 +202,50 @@ def _attach(array: Array, state: OpenState) -> None:
     array._set_metadata(array._metadata)  # rebuild the engine with the cache pool
 
 
-def _open_or_create(store: Any, path: str, mode: _Mode, constraints: MetadataConstraints,
+@dataclass(frozen=True)
+class _Driver:
+    """What differs between drivers "zarr3" and "zarr" when opening or creating an array."""
+
+    zarr_format: int
+    document: str  # the metadata document's name
+    new_doc: Callable[[Any, Schema], dict[str, Any]]  # constraints, schema -> document
+    check: Callable[[Any, Any, Schema], None]  # stored metadata, constraints, schema
+    parse: Callable[..., Any]  # document -> metadata
+
+
+_ZARR3 = _Driver(3, V3_KEY, new_metadata, check_existing, ArrayMetadataV3.from_json)
+_ZARR2 = _Driver(2, ARRAY_KEY, new_zarray, check_zarr2, ArrayMetadataV2.from_json)
+
+
+def _open_or_create(store: Any, path: str, mode: _Mode, driver: _Driver, constraints: Any,
                     schema: Schema, read_only: bool, write_empty: bool) -> Array:
-    if mode.assume_metadata or mode.assume_cached_metadata:
-        md = ArrayMetadataV3.from_json(new_metadata(constraints, schema), where="spec.metadata")
+    def array(md: Any) -> Array:
         return Array(store, path, md, read_only=read_only, write_empty_chunks=write_empty)
-    found = formats.find(store, path, 3, use_consolidated=False)
-    where = path or "/"
+
+    where = f"spec.metadata ({storage.join(path, driver.document)})"
+    if mode.assume_metadata or mode.assume_cached_metadata:
+        return array(driver.parse(driver.new_doc(constraints, schema), where=where))
+    found = formats.find(store, path, driver.zarr_format, use_consolidated=False)
+    at = path or "/"
     if found is not None and mode.open:
         if not formats.is_array(found.metadata):
-            raise NodeTypeError(f"{where!r} is a group, not an array")
-        check_existing(found.metadata, constraints, schema)
-        return Array(store, path, found.metadata, read_only=read_only,
-                     write_empty_chunks=write_empty)
+            raise NodeTypeError(f"{at!r} is a group, not an array")
+        driver.check(found.metadata, constraints, schema)
+        return array(found.metadata)
     if found is not None and not mode.delete_existing:
-        raise NodeExistsError(f"an array already exists at {where!r} (create=True without "
+        raise NodeExistsError(f"an array already exists at {at!r} (create=True without "
                               "open=True or delete_existing=True)")
     if not mode.create:
-        raise NodeNotFoundError(f"no Zarr v3 array at {where!r} in the {store.driver} store, "
-                                "and create is false")
-    doc = new_metadata(constraints, schema)
-    md = ArrayMetadataV3.from_json(doc, where="spec.metadata")
+        raise NodeNotFoundError(f"no Zarr v{driver.zarr_format} array at {at!r} in the "
+                                f"{store.driver} store, and create is false")
+    doc = driver.new_doc(constraints, schema)
+    md = driver.parse(doc, where=where)
     if mode.delete_existing:
         storage.delete_node(store, path)
-    storage.ensure_parents(store, path, 3)
-    store.set(storage.metadata_key(path), json_dumps(doc))  # exactly TensorStore's document
-    return Array(store, path, md, read_only=read_only, write_empty_chunks=write_empty)
+    storage.ensure_parents(store, path, driver.zarr_format)
+    # Exactly TensorStore's document.
+    store.set(storage.join(path, driver.document), json_dumps(doc))
+    return array(md)
 
 
 def _with_transform(array: Array, transform: IndexTransform | None) -> Array | View:
@@ -267,42 +287,13 @@ def _open_zarr2(json: dict[str, Any], options: dict[str, Any]) -> Array | View:
     schema = _schema(json, options, transform)
     state = _state(json, options, mode)
     store, path = _location(json, _read_only(options))
-    array = _open_or_create_v2(store, path, mode, constraints, schema, _read_only(options),
-                               _write_empty(json, options))
+    array = _open_or_create(store, path, mode, _ZARR2, constraints, schema,
+                            _read_only(options), _write_empty(json, options))
     _attach(array, state)
     labels = labels_of(schema)
     if transform is None and labels is not None:
         transform = IndexTransform.identity(array.domain.with_labels(labels))
     return _with_transform(array, transform)
-
-
-def _open_or_create_v2(store: Any, path: str, mode: _Mode, constraints: V2Constraints,
-                       schema: Schema, read_only: bool, write_empty: bool) -> Array:
-    where = f"spec.metadata ({storage.join(path, ARRAY_KEY)})"
-    if mode.assume_metadata or mode.assume_cached_metadata:
-        md = ArrayMetadataV2.from_json(new_zarray(constraints, schema), where=where)
-        return Array(store, path, md, read_only=read_only, write_empty_chunks=write_empty)
-    found = formats.find(store, path, 2, use_consolidated=False)
-    at = path or "/"
-    if found is not None and mode.open:
-        if not formats.is_array(found.metadata):
-            raise NodeTypeError(f"{at!r} is a group, not an array")
-        check_zarr2(found.metadata, constraints, schema)
-        return Array(store, path, found.metadata, read_only=read_only,
-                     write_empty_chunks=write_empty)
-    if found is not None and not mode.delete_existing:
-        raise NodeExistsError(f"an array already exists at {at!r} (create=True without "
-                              "open=True or delete_existing=True)")
-    if not mode.create:
-        raise NodeNotFoundError(f"no Zarr v2 array at {at!r} in the {store.driver} store, "
-                                "and create is false")
-    doc = new_zarray(constraints, schema)
-    md = ArrayMetadataV2.from_json(doc, where=where)
-    if mode.delete_existing:
-        storage.delete_node(store, path)
-    storage.ensure_parents(store, path, 2)
-    store.set(storage.join(path, ARRAY_KEY), json_dumps(doc))  # exactly TensorStore's document
-    return Array(store, path, md, read_only=read_only, write_empty_chunks=write_empty)
 
 
 # -- unpickling ------------------------------------------------------------------------------
