@@ -169,6 +169,25 @@ def test_arbitrary_aspect_ratios_never_give_smaller_chunks() -> None:
     assert differ < 40  # in practice about one case in six
 
 
+# Measured TensorStore choices that rule out simple models of its search. Sizes are floor, not
+# round (10 elements: [2, 5], unreachable by rounding), and the result depends on the search
+# bounds (the extent of dimension 0 below), not only on which chunks fit.
+G = 10**9  # an extent far beyond the chunk sizes
+ASPECT_17 = {"aspect_ratio": [1, 1.7]}
+
+
+@pytest.mark.parametrize("shape, elements, expected", [
+    ([G, G], 10, (2, 5)),
+    ([G, G], 12, (2, 5)),
+    ([79, G], 127, (8, 15)),
+])
+def test_non_power_of_two_aspect_examples(shape: list[int], elements: int,
+                                          expected: tuple) -> None:
+    layout = {"chunk": {**ASPECT_17, "elements": elements}}
+    assert oracle(shape, layout)[0] == expected
+    assert ours(shape, layout)[0] == expected
+
+
 # ---------------------------------------------------------------------------------------------
 # The rules, one at a time (each also checked against TensorStore)
 
