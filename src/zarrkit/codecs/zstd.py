@@ -9,7 +9,7 @@ import numcodecs
 import zstandard
 
 from ..errors import CorruptDataError
-from ._buffers import byte_view
+from ._buffers import byte_view, nbytes
 from ._config import check_members, get_bool, get_int
 from .base import Buffer, BytesBytesCodec, ChunkSpec
 from .registry import register_codec
@@ -61,6 +61,13 @@ class ZstdCodec(BytesBytesCodec):
             raise CorruptDataError(f"zstd codec: frame declares {declared} decoded bytes, expected {size}")
         if declared == 0:
             return b""  # numcodecs rejects empty frames
+        if declared is not None and _frame_end(byte_view(data)) == nbytes(data):
+            # One well-formed frame, nothing after it: python-zstandard's one-shot decoder with
+            # a reused context (~1.3x faster than numcodecs'), into memory of its own.
+            try:
+                return _decompressor().decompress(data, max_output_size=size)
+            except Exception as e:  # zstandard.ZstdError
+                raise CorruptDataError(f"zstd codec: invalid compressed data ({e})") from None
         if dest is None and declared is None:
             # Without a declared size numcodecs would stream without bound; a fixed destination
             # both caps the output and makes it check the exact length.
@@ -85,6 +92,32 @@ def _compressor(level: int, checksum: bool) -> zstandard.ZstdCompressor:
         found = cache[(level, checksum)] = zstandard.ZstdCompressor(
             level=level, write_checksum=checksum, write_content_size=True)
     return found
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    found = getattr(_local, "decompressor", None)
+    if found is None:
+        found = _local.decompressor = zstandard.ZstdDecompressor()
+    return found
+
+
+def _frame_end(view: memoryview) -> int | None:
+    """Where the frame starting at 0 ends, from its header and block headers (RFC 8878 3.1.1),
+    or None if they are not all there. python-zstandard decodes one frame and ignores what
+    follows; this tells whether anything does."""
+    if len(view) < 6 or view[:4] != _MAGIC:
+        return None
+    descriptor = view[4]
+    single_segment = (descriptor >> 5) & 1
+    fcs = (single_segment, 2, 4, 8)[descriptor >> 6]
+    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3] + fcs
+    while pos + 3 <= len(view):
+        header = view[pos] | view[pos + 1] << 8 | view[pos + 2] << 16
+        kind, size = (header >> 1) & 3, header >> 3
+        pos += 3 + (1 if kind == 1 else size)  # an RLE block stores one byte
+        if header & 1:  # the last block
+            return pos + (4 if descriptor & 4 else 0)  # the content checksum
+    return None
 
 
 def frame_content_size(data: Buffer) -> int | None:
