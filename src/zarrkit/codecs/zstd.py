@@ -1,4 +1,5 @@
-"""The `zstd` codec (Zstandard): compression via python-zstandard, decompression via numcodecs."""
+"""The `zstd` codec (Zstandard), via python-zstandard (reused contexts) and numcodecs (frames
+that python-zstandard's one-shot decoder would not check whole: no declared size, trailing bytes)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ class ZstdCodec(BytesBytesCodec):
         return self._decode_sized(data, size, None)
 
     def decode_into(self, data: Buffer, spec: ChunkSpec, size: int, dest: memoryview) -> Buffer:
-        """`decode_sized` into `dest` (exactly `size` writable bytes): no allocation."""
+        """`decode_sized`, into `dest` (exactly `size` writable bytes) when numcodecs decodes;
+        python-zstandard's faster one-shot decoder returns memory of its own."""
         return self._decode_sized(data, size, dest)
 
     def _decode_sized(self, data: Buffer, size: int, dest: memoryview | None) -> Buffer:
