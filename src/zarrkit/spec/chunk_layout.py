@@ -16,16 +16,11 @@ How the choice works (observed behaviour, reproduced here):
 * The write chunk is chosen last, the same way, but each free size snaps to the nearest multiple
   of the read size, so that a write chunk is always a whole number of read chunks.
 
-"As far as the budget allows" means: the largest common scale factor whose chunk still fits.
-TensorStore's own search for that factor sometimes stops one step short when the aspect ratios
-are not in power-of-two proportion (aspect [1, 1.7] with 11 elements: TensorStore [2, 4], here
-[2, 5]); we did not find its exact stepping, so there we return the larger, still fitting chunk.
-What is known of it: sizes are floor(factor * aspect), never rounded (10 elements give [2, 5]);
-its result depends on the search bounds, i.e. on max(min(extent, elements) / aspect) over the
-free dimensions, and on the element counts it meets on the way, not only on which chunks fit.
-The same path dependence shows where snapping to divisors makes "fits" non-monotone (a write
-size of 2**40 with read elements between 2**22 and 2**40): there it behaves like a bisection on
-log(factor) between 1/2 and 2 * elements, but not exactly.
+"As far as the budget allows" means: where TensorStore's search for a common scale factor
+settles (see `_grow`). That search does not always find the largest factor whose chunk fits:
+with aspect ratios not in power-of-two proportion it can pass over a chunk that fits only in a
+narrow range of factors (aspect [1, 1.7] with 11 elements gives [2, 4], though [2, 5] fits),
+and where snapping to divisors makes "fits" non-monotone its path decides the result.
 """
 
 from __future__ import annotations
@@ -33,11 +28,10 @@ from __future__ import annotations
 import copy
 import math
 import random
-import struct
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from zarrkit.errors import SpecError
 
@@ -763,13 +757,6 @@ def _find_factor(n: int) -> int:
 # The elements-driven search
 
 
-def _float_from_bits(bits: int) -> float:
-    return struct.unpack("<d", struct.pack("<q", bits))[0]
-
-
-_MAX_FLOAT_BITS = struct.unpack("<q", struct.pack("<d", 1.7976931348623157e308))[0]
-
-
 def _scaled_size(factor: float, aspect: float, bound: int) -> int:
     """floor(factor * aspect), clamped to [1, bound], all in double precision as TensorStore does.
 
@@ -779,44 +766,73 @@ def _scaled_size(factor: float, aspect: float, bound: int) -> int:
     return max(1, math.floor(min(factor * aspect, float(bound))))
 
 
-SizeRule = Callable[[float], int]
+def _same(size: int) -> int:
+    return size
 
 
-def _grow(rules: Sequence[SizeRule], budget: int) -> tuple[int, ...]:
-    """Sizes at the largest scale factor whose chunk still holds at most `budget` elements.
+class _Rule(NamedTuple):
+    """How one dimension's size follows the scale factor.
 
-    The rules are non-decreasing in the factor, so the element count is too, and a bisection
-    over all non-negative doubles (ordered by their bit patterns) finds that factor exactly.
-    One exception: a read size that finds no divisor of the write size within SNAP_REACH jumps
-    to the whole write size, so the count is not monotone there; the result then depends on the
-    search path, and may differ from TensorStore's.
+    A fixed size has no aspect. Otherwise the size is `finish(_scaled_size(...))`: the scaled
+    size clamped to `bound` (the extent) and to the budget, then snapped or rounded as the grid
+    requires.
     """
-    def sizes(bits: int) -> tuple[int, ...]:
-        factor = _float_from_bits(bits)
-        return tuple(rule(factor) for rule in rules)
 
-    def fits(bits: int) -> bool:
-        return math.prod(sizes(bits)) <= budget
+    fixed: int = 1
+    aspect: float | None = None
+    bound: int = 1
+    finish: Callable[[int], int] = _same
 
-    if not fits(0):
-        return sizes(0)  # even the smallest chunk is over budget
-    if fits(_MAX_FLOAT_BITS):
-        return sizes(_MAX_FLOAT_BITS)  # every free size reached its bound
-    low, high = 0, _MAX_FLOAT_BITS
-    while high - low > 1:
-        middle = (low + high) // 2
+
+def _grow(rules: Sequence[_Rule], budget: int) -> tuple[int, ...]:
+    """Sizes at the scale factor TensorStore's search settles on for a `budget` of elements.
+
+    Aspect ratios are divided by the largest among the growing sizes, so the fastest growing
+    size gains one element per unit of the factor, and every scaled size is clamped to
+    min(extent, budget) (the clamp matters where snapping makes "fits" non-monotone).
+    """
+    growing = [rule.aspect for rule in rules if rule.aspect is not None]
+    if not growing:
+        return tuple(rule.fixed for rule in rules)
+    largest = max(growing)
+    aspects = [None if rule.aspect is None else rule.aspect / largest for rule in rules]
+    bounds = [min(rule.bound, budget) for rule in rules]
+
+    def sizes(factor: float) -> tuple[int, ...]:
+        return tuple(rule.fixed if aspect is None
+                     else rule.finish(_scaled_size(factor, aspect, bound))
+                     for rule, aspect, bound in zip(rules, aspects, bounds, strict=True))
+
+    high = 2 * max(bound / aspect
+                   for aspect, bound in zip(aspects, bounds, strict=True) if aspect is not None)
+    return sizes(_settle(lambda factor: math.prod(sizes(factor)) <= budget, high))
+
+
+def _settle(fits: Callable[[float], bool], high: float) -> float:
+    """The scale factor TensorStore's search ends on, a rule observed from its choices.
+
+    The factor starts in [0.5, high]. While the range is wider than 0.5 it is split at its
+    geometric mean when the upper end is more than 4 times the lower end, else at its arithmetic
+    mean, keeping the upper half when the split point fits; the final lower end is the answer.
+    This is not always the largest factor that fits: the last range may still hold a chunk that
+    fits only within a narrower range of factors (aspect ratios not in power-of-two proportion:
+    aspect [1, 1.7] and 11 elements give [2, 4], though [2, 5] fits), and it is skipped.
+    """
+    low = 0.5
+    while high - low > 0.5:
+        middle = math.sqrt(low * high) if high > 4 * low else (low + high) / 2
+        if not low < middle < high:
+            break  # adjacent doubles: the range cannot shrink any further
         low, high = (middle, high) if fits(middle) else (low, middle)
-    return sizes(low)
+    return low
 
 
-def _fixed(size: int) -> SizeRule:
-    return lambda factor: size
+def _fixed(size: int) -> _Rule:
+    return _Rule(fixed=size)
 
 
-def _free(aspect: float, bound: int, snap: Callable[[int], int] | None) -> SizeRule:
-    if snap is None:
-        return lambda factor: _scaled_size(factor, aspect, bound)
-    return lambda factor: snap(_scaled_size(factor, aspect, bound))
+def _free(aspect: float, bound: int, finish: Callable[[int], int] | None) -> _Rule:
+    return _Rule(aspect=aspect, bound=bound, finish=finish or _same)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -866,7 +882,7 @@ def _fixed_write_sizes(read: _Wants, write: _Wants) -> list[int | None]:
     return sizes
 
 
-def _read_rule(i: int, read: _Wants, write_size: int | None, extent: int) -> SizeRule:
+def _read_rule(i: int, read: _Wants, write_size: int | None, extent: int) -> _Rule:
     snap = None if write_size is None else (lambda size: _nearest_divisor(write_size, size))
     if read.hard[i] is not None:
         return _fixed(read.hard[i])
@@ -875,11 +891,10 @@ def _read_rule(i: int, read: _Wants, write_size: int | None, extent: int) -> Siz
     return _free(read.aspect[i], max(1, extent), snap)
 
 
-def _write_rule(i: int, write: _Wants, fixed: int | None, read_size: int, extent: int) -> SizeRule:
+def _write_rule(i: int, write: _Wants, fixed: int | None, read_size: int, extent: int) -> _Rule:
     if fixed is not None:
         return _fixed(fixed)
-    scaled = _free(write.aspect[i], max(1, extent), None)
-    return lambda factor: _nearest_multiple(scaled(factor), read_size)
+    return _free(write.aspect[i], max(1, extent), lambda size: _nearest_multiple(size, read_size))
 
 
 def _choose_read(extents: Sequence[int], read: _Wants,
