@@ -3,8 +3,9 @@
 The glue between the spec layer and the nodes: it resolves the open mode (open, create,
 delete_existing, assume_metadata, assume_cached_metadata) exactly as TensorStore does, checks an
 existing array against the spec's constraints or writes the metadata TensorStore would choose,
-and returns the `Array` (or, for a spec with a transform, a `View` of it). Driver "zarr" (v2)
-goes to `spec/zarr2.py`.
+and returns the `Array` (or, for a spec with a transform, a `View` of it). Both drivers take
+the same path; what differs (members, constraints, the document) is in a small `_Driver` table,
+with driver "zarr" (v2)'s constraints in `spec/zarr2.py`.
 """
 
 from __future__ import annotations
@@ -179,20 +180,23 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
     if unknown:
         raise SpecError(f"open: unexpected keyword(s) {sorted(unknown)} for a spec")
     json = spec.to_json() if isinstance(spec, Spec) else copy.deepcopy(spec)
-    if check_driver(json) == "zarr":
-        return _open_zarr2(json, options)
+    driver = _ZARR2 if check_driver(json) == "zarr" else _ZARR3
+    driver.check_members(json)
     mode = _mode(json, options)
     if json.get("fill_missing_data_reads", True) is not True:
         raise SpecError("fill_missing_data_reads: only true is supported (missing chunks read "
                         "as the fill value)")
     transform = IndexTransform.from_json(json["transform"]) if "transform" in json else None
-    constraints = MetadataConstraints.from_json(json.get("metadata"))
+    constraints = driver.constraints(json)
     schema = _schema(json, options, transform)
     state = _state(json, options, mode)
     store, path = _location(json, _read_only(options))
-    array = _open_or_create(store, path, mode, _ZARR3, constraints, schema,
+    array = _open_or_create(store, path, mode, driver, constraints, schema,
                             _read_only(options), _write_empty(json, options))
     _attach(array, state)
+    labels = labels_of(schema) if driver.zarr_format == 2 else None
+    if transform is None and labels is not None:  # a .zarray has no names: label the result
+        transform = IndexTransform.identity(array.domain.with_labels(labels))
     return _with_transform(array, transform)
 
 
@@ -211,10 +215,20 @@ class _Driver:
     new_doc: Callable[[Any, Schema], dict[str, Any]]  # constraints, schema -> document
     check: Callable[[Any, Any, Schema], None]  # stored metadata, constraints, schema
     parse: Callable[..., Any]  # document -> metadata
+    check_members: Callable[[dict[str, Any]], None]  # spec -> refuse what the driver lacks
+    constraints: Callable[[dict[str, Any]], Any]  # spec -> the metadata constraints
 
 
-_ZARR3 = _Driver(3, V3_KEY, new_metadata, check_existing, ArrayMetadataV3.from_json)
-_ZARR2 = _Driver(2, ARRAY_KEY, new_zarray, check_zarr2, ArrayMetadataV2.from_json)
+def _zarr3_constraints(json: dict[str, Any]) -> MetadataConstraints:
+    return MetadataConstraints.from_json(json.get("metadata"))
+
+
+def _no_check(json: dict[str, Any]) -> None:
+    """Driver "zarr3" members are checked by `check_driver`."""
+
+
+_ZARR3 = _Driver(3, V3_KEY, new_metadata, check_existing, ArrayMetadataV3.from_json, _no_check,
+                 _zarr3_constraints)
 
 
 def _open_or_create(store: Any, path: str, mode: _Mode, driver: _Driver, constraints: Any,
@@ -266,34 +280,24 @@ def _with_transform(array: Array, transform: IndexTransform | None) -> Array | V
 _ZARR2_MEMBERS = ZARR3_MEMBERS | {"key_encoding"}
 
 
-def _open_zarr2(json: dict[str, Any], options: dict[str, Any]) -> Array | View:
-    """Driver "zarr": the modes, schema keywords, context and transform of zarr3, with the
-    .zarray constraints of spec/zarr2.py. Domain labels label the result (a .zarray has none)."""
+def _zarr2_members(json: dict[str, Any]) -> None:
     if "field" in json:
         raise SpecError("field: opening one field of a structured array is not supported; "
                         "omit field to open the whole array")
     unknown = set(json) - _ZARR2_MEMBERS
     if unknown:
         raise SpecError(f"spec: unknown member(s) {sorted(unknown)} for driver 'zarr'")
-    mode = _mode(json, options)
-    if json.get("fill_missing_data_reads", True) is not True:
-        raise SpecError("fill_missing_data_reads: only true is supported (missing chunks read "
-                        "as the fill value)")
-    transform = IndexTransform.from_json(json["transform"]) if "transform" in json else None
+
+
+def _zarr2_constraints(json: dict[str, Any]) -> V2Constraints:
     metadata = json.get("metadata")
     if "key_encoding" in json and isinstance(metadata or {}, dict):
         metadata = {"dimension_separator": json["key_encoding"], **(metadata or {})}
-    constraints = V2Constraints.from_json(metadata)
-    schema = _schema(json, options, transform)
-    state = _state(json, options, mode)
-    store, path = _location(json, _read_only(options))
-    array = _open_or_create(store, path, mode, _ZARR2, constraints, schema,
-                            _read_only(options), _write_empty(json, options))
-    _attach(array, state)
-    labels = labels_of(schema)
-    if transform is None and labels is not None:
-        transform = IndexTransform.identity(array.domain.with_labels(labels))
-    return _with_transform(array, transform)
+    return V2Constraints.from_json(metadata)
+
+
+_ZARR2 = _Driver(2, ARRAY_KEY, new_zarray, check_zarr2, ArrayMetadataV2.from_json,
+                 _zarr2_members, _zarr2_constraints)
 
 
 # -- unpickling ------------------------------------------------------------------------------
