@@ -361,12 +361,17 @@ def test_read_only_creates_nothing(tmp_path):
 @pytest.fixture
 def pread_calls(monkeypatch):
     calls: list[tuple[int, int]] = []
-    real = os.pread
+    real, real_v = os.pread, os.preadv
 
     def counting(fd, n, offset):
         calls.append((offset, n))
         return real(fd, n, offset)
+
+    def counting_v(fd, buffers, offset):
+        calls.append((offset, sum(memoryview(b).nbytes for b in buffers)))
+        return real_v(fd, buffers, offset)
     monkeypatch.setattr(os, "pread", counting)
+    monkeypatch.setattr(os, "preadv", counting_v)
     return calls
 
 
@@ -379,6 +384,23 @@ def test_get_many_coalesces_nearby_ranges(store, pread_calls):
     assert got == [r.slice_of(value) for r in ranges]
     # 20 ranges with 100-byte gaps -> one read; the far-away suffix -> a second read
     assert pread_calls == [(10, 19_900), (100_000 - 16, 16)]
+
+
+def test_get_many_transient_reuses_a_thread_buffer(store, pread_calls):
+    value = os.urandom(50_000)
+    store.set("shard", value)
+    ranges = [ByteRange(0, 1000), ByteRange(1000, 500), ByteRange(40_000, 100)]
+    first = store.get_many_transient([("shard", r) for r in ranges])
+    assert [bytes(b) for b in first] == [r.slice_of(value) for r in ranges]
+    assert len(pread_calls) == 2  # still coalesced
+    store.set("other", bytes(2000))
+    second = store.get_many_transient([("other", ByteRange(0, 1000)), ("other", ByteRange(1000, 10))])
+    assert bytes(second[0]) == bytes(1000)
+    assert bytes(first[0]) == bytes(1000)  # the same memory: consumed before the next read
+    # plain get_many results are the caller's to keep
+    kept = store.get_many([("shard", r) for r in ranges])
+    store.get_many([("other", ByteRange(0, 1000)), ("other", ByteRange(1000, 10))])
+    assert [bytes(b) for b in kept] == [r.slice_of(value) for r in ranges]
 
 
 def test_get_many_keeps_far_ranges_separate(store, pread_calls):

@@ -209,6 +209,24 @@ class Plan:
             blocks.append((tuple(b for b, _ in combo), sub))
         return blocks
 
+    def block(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[slice, ...]] | None:
+        """When the plan covers a box of whole chunks (every dimension a run of consecutive
+        complete chunks, selected by a step-1 slice): the box's first chunk, its number of chunks
+        per dimension, and the output region it fills. Otherwise None."""
+        if self._vectorized is not None:
+            return None
+        first, counts, region = [], [], []
+        for d in self._dims:
+            parts = d.parts
+            if d.out_len is None or d.is_array or not parts or not all(p.complete for p in parts):
+                return None
+            if parts[-1].chunk - parts[0].chunk != len(parts) - 1:
+                return None
+            first.append(parts[0].chunk)
+            counts.append(len(parts))
+            region.append(slice(parts[0].out_sel.start, parts[-1].out_sel.stop))
+        return tuple(first), tuple(counts), tuple(region)
+
     def __iter__(self) -> Iterator[ChunkProjection]:
         if self._vectorized is not None:
             yield from self._iter_vectorized()

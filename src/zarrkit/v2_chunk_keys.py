@@ -64,6 +64,11 @@ class SeparatorGuard(KvStore):
         values = self.inner.get_many(requests)
         return [self._seen(k, v) for (k, _), v in zip(requests, values, strict=True)]
 
+    def get_many_transient(self, requests: Sequence[tuple[str, ByteRange | None]]
+                           ) -> list[Buffer | None]:
+        values = self.inner.get_many_transient(requests)
+        return [self._seen(k, v) for (k, _), v in zip(requests, values, strict=True)]
+
     def exists(self, key: str) -> bool:
         return self.inner.exists(key)
 

@@ -8,6 +8,7 @@ import numcodecs
 from numcodecs import blosc as _blosc
 
 from ..errors import CodecError, CorruptDataError
+from . import _cblosc
 from ._buffers import byte_view, nbytes
 from ._config import check_members, get_choice, get_int
 from .base import Buffer, BytesBytesCodec, ChunkSpec
@@ -98,10 +99,16 @@ class BloscCodec(BytesBytesCodec):
         # The header says everything needed to decode, so the configuration plays no part here.
         if size == 0:
             return b""  # c-blosc reports 0 bytes decoded, which numcodecs takes as an error
-        try:
-            return _blosc.decompress(data, dest)
-        except Exception as e:  # numcodecs raises RuntimeError/ValueError
-            raise CorruptDataError(f"blosc codec: invalid compressed data ({e})") from None
+        src = _cblosc.address(data) if _cblosc.available else None
+        if src is None:
+            try:
+                return _blosc.decompress(data, dest)
+            except Exception as e:  # numcodecs raises RuntimeError/ValueError
+                raise CorruptDataError(f"blosc codec: invalid compressed data ({e})") from None
+        out = bytearray(size) if dest is None else dest
+        if _cblosc.decompress(src, _cblosc.address(out), size) != size:
+            raise CorruptDataError("blosc codec: invalid compressed data (c-blosc could not decode it)")
+        return out
 
 
 def _given(key: str, value: Any) -> dict[str, Any]:

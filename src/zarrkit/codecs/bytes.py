@@ -81,6 +81,11 @@ class BytesCodec(ArrayBytesCodec):
         endian = (self.endian or "little") if endian_applies(spec.dtype) else None
         return self if endian == self.endian else BytesCodec(endian)
 
+    def passthrough(self, spec: ChunkSpec) -> bool:
+        """Whether the stored bytes are the array's own bytes in memory (no swap, no mask)."""
+        plan = _plan(spec.dtype, self.endian)
+        return not plan.mask and plan.swap_to is None
+
     def encoded_size(self, spec: ChunkSpec) -> int:
         return spec.nbytes
 

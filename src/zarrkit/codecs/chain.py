@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, CorruptDataError, ZarrkitError
-from ._buffers import SCRATCH_LIMIT, scratch
+from ..scratch import SCRATCH_LIMIT, scratch
+from ._buffers import byte_view, nbytes
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
 from .registry import parse_codec
 
@@ -41,7 +42,7 @@ class CodecChain:
 
     __slots__ = ("codecs", "array_array", "array_bytes", "bytes_bytes", "spec", "_encoded_size",
                  "_aa_encode", "_ab_encode", "_bb_encode", "_aa_decode", "_ab_decode", "_bb_decode",
-                 "_bb_into")
+                 "_bb_into", "_transient_into", "_direct")
 
     codecs: tuple[Codec, ...]
     array_array: tuple[ArrayArrayCodec, ...]
@@ -88,6 +89,12 @@ class CodecChain:
         self._bb_encode = [partial(c.encode, spec=ab_spec) for c in self.bytes_bytes]
         size = self.array_bytes.encoded_size(ab_spec)
         self._bb_into = self._decoder_into(size, ab_spec)
+        small = self._bb_into is not None and 0 < size <= SCRATCH_LIMIT
+        self._transient_into = self._bb_into if small else None
+        # The stored bytes, once decompressed, are the chunk itself: decode_into can write them
+        # straight to their destination.
+        passthrough = getattr(self.array_bytes, "passthrough", None)
+        self._direct = not self.array_array and passthrough is not None and passthrough(ab_spec)
         bb_decode: list[Callable[[Buffer], Buffer]] = []
         for codec in self.bytes_bytes:
             # When the decoded size is known, compressors can refuse to inflate beyond it.
@@ -118,9 +125,9 @@ class CodecChain:
 
     def _decoder_into(self, size: int | None, spec: ChunkSpec) -> Callable[..., Buffer] | None:
         """The last decode step (the first bytes->bytes codec) writing into a given buffer, when
-        that codec can and the size of its output is fixed and small enough for scratch."""
+        that codec can and the size of its output is fixed."""
         into = getattr(self.bytes_bytes[0], "decode_into", None) if self.bytes_bytes else None
-        if into is None or size is None or not 0 < size <= SCRATCH_LIMIT:
+        if into is None or size is None:
             return None
         return partial(into, spec=spec, size=size)
 
@@ -131,18 +138,41 @@ class CodecChain:
     def decode_transient(self, data: Buffer) -> np.ndarray:
         """`decode`, but the result may live in this thread's scratch buffer: it must be consumed
         (copied out) before the thread decodes again, and never kept (no caching)."""
-        return self._decode(data, self._bb_into)
+        into = self._transient_into
+        return self._decode(data, None if into is None else scratch(into.keywords["size"]))
 
-    def _decode(self, data: Buffer, into: Any) -> np.ndarray:
+    @property
+    def decodes_into(self) -> bool:
+        """Whether `decode_into` can write this chain's chunks straight to a buffer."""
+        return self._direct
+
+    def decode_into(self, data: Buffer, dest: memoryview) -> None:
+        """Decode one stored chunk into `dest`: exactly spec.nbytes writable bytes, which receive
+        the chunk in C order. Only when `decodes_into`."""
+        if not self._direct:
+            raise ValueError(f"{self!r} cannot decode straight into a buffer")
         try:
-            if into is None:
-                for decode_bytes in self._bb_decode:
-                    data = decode_bytes(data)
-            else:
-                for decode_bytes in self._bb_decode[:-1]:
-                    data = decode_bytes(data)
-                data = into(data, dest=scratch(into.keywords["size"]))
-            array = self._ab_decode(data)
+            data = self._decode_bytes(data, dest)
+            if data is not dest:
+                if nbytes(data) != len(dest):  # the bytes codec's check
+                    raise CorruptDataError(f"bytes codec: chunk of shape {self.spec.shape} and type "
+                                           f"{self.spec.dtype} needs {len(dest)} bytes, got {nbytes(data)}")
+                dest[:] = byte_view(data)
+        except ZarrkitError:
+            raise
+        except Exception as e:  # a codec library's own error: the stored bytes are bad
+            raise CorruptDataError(f"cannot decode chunk: {type(e).__name__}: {e}") from e
+
+    def _decode_bytes(self, data: Buffer, dest: memoryview | None) -> Buffer:
+        """The bytes->bytes codecs undone, the last of them into `dest` when it can."""
+        into = self._bb_into if dest is not None else None
+        for decode_bytes in self._bb_decode if into is None else self._bb_decode[:-1]:
+            data = decode_bytes(data)
+        return data if into is None else into(data, dest=dest)
+
+    def _decode(self, data: Buffer, dest: memoryview | None) -> np.ndarray:
+        try:
+            array = self._ab_decode(self._decode_bytes(data, dest))
             for decode in self._aa_decode:
                 array = decode(array)
         except ZarrkitError:

@@ -73,6 +73,11 @@ class LimitedStore:
         with slot(self._limit):
             return self._store.get_many(requests)
 
+    def get_many_transient(self, requests: Sequence[tuple[str, ByteRange | None]]
+                           ) -> list[Buffer | None]:
+        with slot(self._limit):
+            return self._store.get_many_transient(requests)
+
     def set(self, key: str, value: Buffer) -> None:
         with slot(self._limit):
             self._store.set(key, value)

@@ -57,6 +57,17 @@ def as_bytes(value: Buffer) -> bytes:
     return byte_view(value).tobytes()
 
 
+def pread_into(fd: int, view: memoryview, offset: int) -> int:
+    """Fill `view` from `offset`; the number of bytes read (fewer only at end of file)."""
+    got = 0
+    while got < len(view):
+        part = os.preadv(fd, [view[got:got + MAX_IO]], offset + got)
+        if not part:
+            break
+        got += part
+    return got
+
+
 def pread_exact(fd: int, nbytes: int, offset: int) -> bytes:
     """Read `nbytes` at `offset` (fewer only at end of file)."""
     if nbytes <= 0:

@@ -120,6 +120,13 @@ class KvStore(ABC):
         """`get` for each (key, range) request, in order. Stores override to batch/coalesce."""
         return [self.get(key, rng) for key, rng in requests]
 
+    def get_many_transient(
+        self, requests: Sequence[tuple[str, ByteRange | None]]
+    ) -> list[Buffer | None]:
+        """`get_many`, but the results may live in this thread's scratch memory, which its next
+        transient read reuses: they must be consumed before then, and never kept."""
+        return self.get_many(requests)
+
     def exists(self, key: str) -> bool:
         return self.get(key, ByteRange(0, 0)) is not None
 

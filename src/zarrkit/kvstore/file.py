@@ -39,9 +39,12 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..errors import InvalidKeyError, StoreError
+from ..scratch import SCRATCH_LIMIT, scratch
 from . import _openat2
-from ._util import MAX_IO, byte_view, local_path, pread_exact, resolve_range
+from ._util import MAX_IO, byte_view, local_path, pread_exact, pread_into, resolve_range
 from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
 
 LOCK_DIR = ".zarrkit-locks"
@@ -227,7 +230,19 @@ class FileStore(KvStore):
     def get_many(
         self, requests: Sequence[tuple[str, ByteRange | None]]
     ) -> list[Buffer | None]:
-        """Each key's file is opened once; its nearby ranges are fetched with one read."""
+        """Each key's file is opened once; its nearby ranges are fetched with one read, into
+        writable memory (so codecs can hand it to C by address)."""
+        return self._get_many(requests, False)
+
+    def get_many_transient(
+        self, requests: Sequence[tuple[str, ByteRange | None]]
+    ) -> list[Buffer | None]:
+        """`get_many` reading into this thread's reused buffer (when one key is read)."""
+        return self._get_many(requests, True)
+
+    def _get_many(
+        self, requests: Sequence[tuple[str, ByteRange | None]], transient: bool
+    ) -> list[Buffer | None]:
         results: list[Buffer | None] = [None] * len(requests)
         by_key: dict[str, list[int]] = {}
         for index, (key, _) in enumerate(requests):
@@ -237,30 +252,33 @@ class FileStore(KvStore):
                 results[indices[0]] = self.get(key, requests[indices[0]][1])
                 continue
             try:
-                self._get_ranges(key, [(i, requests[i][1]) for i in indices], results)
+                self._get_ranges(key, [(i, requests[i][1]) for i in indices], results,
+                                 transient and len(by_key) == 1)
             except StoreError:
                 raise
             except OSError as exc:
                 raise _wrap(exc, "read", key, self.root) from exc
         return results
 
-    def _get_ranges(
-        self, key: str, items: list[tuple[int, ByteRange | None]], results: list[Buffer | None]
-    ) -> None:
+    def _get_ranges(self, key: str, items: list[tuple[int, ByteRange | None]],
+                    results: list[Buffer | None], transient: bool) -> None:
         opened = self._open_value(key)
         if opened is None:
             return
         fd, size = opened
         try:
             spans = sorted((*resolve_range(rng, size), index) for index, rng in items)
-            for group in _coalesce(spans, COALESCE_GAP):
-                start = group[0][0]
-                stop = max(span[1] for span in group)
-                data = pread_exact(fd, stop - start, start)
-                view = memoryview(data)  # slices of a view share the read, bytes would copy
+            groups = [(g, g[0][0], max(span[1] for span in g)) for g in _coalesce(spans, COALESCE_GAP)]
+            total = sum(stop - start for _, start, stop in groups)
+            if transient and total <= SCRATCH_LIMIT:
+                buffer = scratch(total, "read")  # reused: no page faults on fresh memory
+            else:
+                buffer = memoryview(np.empty(total, np.uint8))  # not zeroed, unlike bytearray
+            for group, start, stop in groups:
+                view, buffer = buffer[:stop - start], buffer[stop - start:]
+                view = view[:pread_into(fd, view, start)]
                 for lo, hi, index in group:
-                    whole = lo == start and hi == stop
-                    results[index] = data if whole else view[lo - start:hi - start]
+                    results[index] = view[lo - start:hi - start]
         finally:
             os.close(fd)
 

@@ -1,0 +1,195 @@
+"""The fast read paths, each checked against numpy and against the general path: boxes of whole
+inner chunks decoded straight into one buffer, c-blosc called directly, transient shard reads."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import zarrkit
+from zarrkit.codecs import _cblosc
+from zarrkit.codecs.base import ChunkSpec
+from zarrkit.codecs.blosc import BloscCodec
+from zarrkit.codecs.chain import CodecChain
+from zarrkit.engine import chunk_io
+from zarrkit.errors import CorruptDataError
+from zarrkit.indexing import basic_plan as plan_selection
+
+BLOSC_LZ4 = {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5}}
+CHAINS = {
+    "bytes": ([{"name": "bytes"}], True),
+    "blosc": ([{"name": "bytes"}, BLOSC_LZ4], True),
+    "zstd": ([{"name": "bytes"}, {"name": "zstd"}], True),
+    "blosc+crc32c": ([{"name": "bytes"}, {"name": "blosc", "configuration": {"cname": "zstd"}},
+                      {"name": "crc32c"}], True),
+    "gzip": ([{"name": "bytes"}, {"name": "gzip", "configuration": {"level": 1}}], True),
+    "big-endian": ([{"name": "bytes", "configuration": {"endian": "big"}}, BLOSC_LZ4], False),
+    "transpose": ([{"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "bytes"},
+                   {"name": "zstd"}], False),
+}
+SHAPE, SHARD, INNER = (50, 70), (20, 30), (5, 6)  # 3 x 3 shards, the last ones cut short
+
+
+def _data(dtype: str) -> np.ndarray:
+    rng = np.random.default_rng(7)
+    return (rng.integers(0, 1000, SHAPE) // 7).astype(dtype)  # compressible
+
+
+def _sharded(path, chain, dtype="uint16", fill=0) -> tuple[zarrkit.Array, np.ndarray]:
+    a = zarrkit.create(str(path), shape=SHAPE, dtype=dtype, chunks=INNER, shards=SHARD,
+                       codecs=chain, fill_value=fill)
+    expected = _data(dtype)
+    expected[5:10, 6:12] = fill  # one inner chunk all fill: not stored
+    a[...] = expected
+    a.store.delete("c/1/1")  # a whole shard missing: reads as the fill value
+    expected[20:40, 30:60] = fill
+    return a, expected
+
+
+@pytest.fixture
+def boxes(monkeypatch):
+    """Counts the shards read by the box path."""
+    calls = []
+    real = chunk_io._read_box
+
+    def counting(*args):
+        done = real(*args)
+        calls.append(done)
+        return done
+    monkeypatch.setattr(chunk_io, "_read_box", counting)
+    return calls
+
+
+SELECTIONS = [
+    np.s_[...],  # every shard, the edge ones cut short
+    np.s_[20:40, 30:60],  # exactly one shard
+    np.s_[5:45, 6:66],  # boxes of whole inner chunks inside shards
+    np.s_[::-1, 30:],  # reversed
+    np.s_[3:47, :],  # partial inner chunks: the general path
+    np.s_[:, 7],  # a dropped dimension: the general path
+]
+
+
+@pytest.mark.parametrize("name", CHAINS)
+@pytest.mark.parametrize("dtype", ["uint16", "float64", "uint8"])
+def test_sharded_reads_match_numpy(tmp_path, name, dtype, boxes):
+    chain, direct = CHAINS[name]
+    direct = direct or (name == "big-endian" and dtype == "uint8")  # no byte order to swap
+    a, expected = _sharded(tmp_path / "a", chain, dtype, fill=3)
+    for sel in SELECTIONS:
+        np.testing.assert_array_equal(a[sel], expected[sel], err_msg=f"{name} {sel}")
+    assert (len(boxes) > 0) == direct
+    assert all(boxes)
+
+
+def test_box_path_reads_in_slabs(tmp_path, monkeypatch, boxes):
+    a, expected = _sharded(tmp_path / "a", CHAINS["blosc"][0])
+    row = (SHARD[1] // INNER[1]) * 2 * 5 * 6  # one row of inner chunks, in bytes
+    monkeypatch.setattr(chunk_io, "BOX_BYTES", row)  # one row of chunks per slab
+    np.testing.assert_array_equal(a[...], expected)
+    assert boxes and all(boxes)
+    boxes.clear()
+    monkeypatch.setattr(chunk_io, "BOX_BYTES", 1)  # not even one chunk: the general path
+    np.testing.assert_array_equal(a[...], expected)
+    assert boxes and not any(boxes)
+
+
+def test_box_path_three_dimensions(tmp_path, boxes):
+    data = np.arange(12 * 10 * 9, dtype="int32").reshape(12, 10, 9)
+    a = zarrkit.create(str(tmp_path / "a"), shape=data.shape, dtype="int32", chunks=(2, 5, 3),
+                       shards=(4, 10, 9), codecs=[{"name": "bytes"}, BLOSC_LZ4])
+    a[...] = data
+    np.testing.assert_array_equal(a[...], data)
+    np.testing.assert_array_equal(a[4:12, :, 3:9], data[4:12, :, 3:9])
+    assert boxes and all(boxes)
+
+
+def test_corrupt_inner_chunk_in_a_box_raises(tmp_path, boxes):
+    a, _ = _sharded(tmp_path / "a", CHAINS["blosc"][0])
+    path = tmp_path / "a" / "c" / "0" / "0"
+    raw = bytearray(path.read_bytes())
+    raw[16:200] = bytes(range(184))  # the first inner chunk's compressed stream
+    path.write_bytes(bytes(raw))
+    with pytest.raises(CorruptDataError):
+        a[...]
+    assert boxes == [True] * 8  # the ninth shard raised inside the box path
+
+
+def test_truncated_shard_in_a_box_raises(tmp_path):
+    a, _ = _sharded(tmp_path / "a", CHAINS["blosc"][0])
+    path = tmp_path / "a" / "c" / "0" / "0"
+    raw = path.read_bytes()
+    index = raw[-(4 * 5 * 2 * 8 + 4):]
+    path.write_bytes(raw[:100] + index)  # the index now points past the data
+    with pytest.raises(CorruptDataError):
+        a[...]
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_decode_into_matches_decode(name):
+    chain_json, direct = CHAINS[name]
+    spec = ChunkSpec((6, 5), np.dtype("uint16"), np.uint16(0))
+    chain = CodecChain.from_json(chain_json, spec)
+    chunk = np.arange(30, dtype="uint16").reshape(6, 5) * 7
+    encoded = chain.encode(chunk)
+    assert chain.decodes_into == direct
+    dest = memoryview(bytearray(spec.nbytes))
+    if not direct:
+        with pytest.raises(ValueError, match="cannot decode straight"):
+            chain.decode_into(encoded, dest)
+        return
+    chain.decode_into(bytes(encoded), dest)
+    np.testing.assert_array_equal(np.frombuffer(dest, "uint16").reshape(6, 5), chunk)
+    np.testing.assert_array_equal(chain.decode(bytes(encoded)), chunk)
+
+
+@pytest.mark.parametrize("name", ["bytes", "blosc", "zstd", "gzip"])
+def test_decode_into_refuses_bad_data(name):
+    spec = ChunkSpec((6, 5), np.dtype("uint16"), np.uint16(0))
+    chain = CodecChain.from_json(CHAINS[name][0], spec)
+    encoded = bytes(chain.encode(np.ones((6, 5), "uint16")))
+    dest = memoryview(bytearray(spec.nbytes))
+    for bad in (encoded[:-3], encoded + b"xx"):
+        with pytest.raises(CorruptDataError):
+            chain.decode_into(bad, dest)
+
+
+def test_blosc_without_direct_c_blosc(tmp_path, monkeypatch):
+    """The numcodecs route (a build without c-blosc's symbols, or read-only buffers)."""
+    assert _cblosc.available  # the direct route is what the other tests exercise
+    a, expected = _sharded(tmp_path / "a", CHAINS["blosc"][0])
+    monkeypatch.setattr(_cblosc, "available", False)
+    np.testing.assert_array_equal(a[...], expected)
+    codec = BloscCodec("lz4").evolve(ChunkSpec((100,), np.dtype("uint16"), np.uint16(0)))
+    spec = ChunkSpec((100,), np.dtype("uint16"), np.uint16(0))
+    data = np.arange(100, dtype="uint16")
+    encoded = bytes(codec.encode(memoryview(data.view(np.uint8)), spec))
+    out = codec.decode_sized(memoryview(encoded), spec, 200)
+    assert np.frombuffer(out, "uint16").tolist() == data.tolist()
+
+
+def test_blosc_direct_routes_agree_and_refuse_corruption():
+    spec = ChunkSpec((1000,), np.dtype("uint16"), np.uint16(0))
+    codec = BloscCodec("lz4").evolve(spec)
+    data = (np.arange(1000) % 17).astype("uint16")
+    encoded = bytes(codec.encode(memoryview(data.view(np.uint8)), spec))
+    for src in (encoded, memoryview(bytearray(encoded)), memoryview(encoded)):
+        dest = memoryview(bytearray(2000))
+        codec.decode_into(src, spec, 2000, dest)
+        assert np.frombuffer(dest, "uint16").tolist() == data.tolist()
+    bad = bytearray(encoded)
+    bad[16:] = os.urandom(len(bad) - 16)
+    with pytest.raises(CorruptDataError, match="blosc"):
+        codec.decode_into(bytes(bad), spec, 2000, memoryview(bytearray(2000)))
+
+
+def test_plan_block():
+    plan = plan_selection(np.s_[5:45, 6:66], (50, 70), (5, 6))
+    assert plan.block() == ((1, 1), (8, 10), (slice(0, 40), slice(0, 60)))
+    assert plan_selection(np.s_[5:44, 6:66], (50, 70), (5, 6)).block() is None  # partial chunk
+    assert plan_selection(np.s_[::2, :], (50, 70), (5, 6)).block() is None  # a step
+    assert plan_selection(np.s_[3, :], (50, 70), (5, 6)).block() is None  # a dropped dimension
+    edge = plan_selection(np.s_[45:, :], (50, 70), (5, 6)).block()
+    assert edge == ((9, 0), (1, 12), (slice(0, 5), slice(0, 70)))  # the last chunks, cut short
