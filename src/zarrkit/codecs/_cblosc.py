@@ -35,6 +35,7 @@ def _bind() -> tuple[object, object] | None:
     return decompress, compress
 
 
+MAX_OVERHEAD = 16  # BLOSC_MAX_OVERHEAD: the header; incompressible data is stored as is
 _bound = _bind()
 available = _bound is not None
 _decompress, _compress = _bound if _bound is not None else (None, None)

@@ -8,6 +8,7 @@ import numcodecs
 from numcodecs import blosc as _blosc
 
 from ..errors import CodecError, CorruptDataError
+from ..scratch import scratch
 from . import _cblosc
 from ._buffers import byte_view, nbytes
 from ._config import check_members, get_choice, get_int
@@ -41,6 +42,7 @@ class BloscCodec(BytesBytesCodec):
         self.shuffle: str | None = get_choice(_given("shuffle", shuffle), "shuffle", n, SHUFFLES, default=None)
         self.typesize: int | None = get_int(_given("typesize", typesize), "typesize", n, lo=1, default=None)
         self.blocksize: int = get_int({"blocksize": blocksize}, "blocksize", n, lo=0)
+        self._cname = self.cname.encode()
         self._blosc = numcodecs.Blosc(
             cname=self.cname, clevel=self.clevel, shuffle=SHUFFLES.index(self.shuffle or "noshuffle"),
             blocksize=self.blocksize, typesize=self.typesize or 1)
@@ -76,9 +78,21 @@ class BloscCodec(BytesBytesCodec):
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         if self.cname not in _AVAILABLE:
             raise CodecError(f"blosc codec: cname {self.cname!r} is not supported by this c-blosc build")
-        if nbytes(data) > _MAX_INPUT:
-            raise CodecError(f"blosc codec: cannot compress {nbytes(data)} bytes (limit {_MAX_INPUT})")
-        return self._blosc.encode(data)
+        size = nbytes(data)
+        if size > _MAX_INPUT:
+            raise CodecError(f"blosc codec: cannot compress {size} bytes (limit {_MAX_INPUT})")
+        src = _cblosc.address(data) if _cblosc.available and size else None
+        if src is None:
+            return self._blosc.encode(data)
+        # Into this thread's reused buffer, then out at the compressed size: fresh chunk-sized
+        # buffers cost page faults (measured 2x slower on 128 KiB chunks).
+        dest = scratch(size + _cblosc.MAX_OVERHEAD, "compress")
+        written = _cblosc.compress(self.clevel, SHUFFLES.index(self.shuffle or "noshuffle"),
+                                   self.typesize or 1, src, size, _cblosc.address(dest),
+                                   len(dest), self._cname, self.blocksize)
+        if written <= 0:
+            raise CodecError(f"blosc codec: c-blosc failed to compress {size} bytes ({written})")
+        return bytes(dest[:written])
 
     @property
     def fast_decode(self) -> bool:  # type: ignore[override]

@@ -166,11 +166,11 @@ class ShardingCodec(ArrayBytesCodec):
         if not chunks:
             return None
         per_shard = self.chunks_per_shard
-        flats = []
         for coords in chunks:
             if len(coords) != len(per_shard) or not all(0 <= c < n for c, n in zip(coords, per_shard, strict=True)):
                 raise ValueError(f"inner chunk {coords} is outside a shard of {per_shard} inner chunks")
-            flats.append(int(np.ravel_multi_index(coords, per_shard)) if per_shard else 0)
+        flats = np.ravel_multi_index(tuple(np.array(list(chunks), dtype=np.intp).T), per_shard).tolist() \
+            if per_shard else [0] * len(chunks)
         order = sorted(range(len(flats)), key=flats.__getitem__)
         buffers = list(chunks.values())
         return self._pack([flats[i] for i in order], [buffers[i] for i in order])

@@ -273,7 +273,7 @@ def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple
 #: A box of whole inner chunks is decoded into a per-thread buffer of up to this many bytes,
 #: then moved into the output by one strided copy (rather than a copy, and a GIL hand-off, per
 #: inner chunk).
-BOX_BYTES = int(os.environ.get("ZARRKIT_BOX_BYTES", 8 << 20))
+BOX_BYTES = int(os.environ.get("ZARRKIT_BOX_BYTES", 2 << 20))
 
 
 def _read_box(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],

@@ -1,5 +1,5 @@
-"""The fast read paths, each checked against numpy and against the general path: boxes of whole
-inner chunks decoded straight into one buffer, c-blosc called directly, transient shard reads."""
+"""The fast paths, each checked against numpy, the general path or numcodecs: boxes of whole inner
+chunks decoded straight into one buffer, c-blosc called directly, transient shard reads."""
 
 from __future__ import annotations
 
@@ -193,3 +193,18 @@ def test_plan_block():
     assert plan_selection(np.s_[3, :], (50, 70), (5, 6)).block() is None  # a dropped dimension
     edge = plan_selection(np.s_[45:, :], (50, 70), (5, 6)).block()
     assert edge == ((9, 0), (1, 12), (slice(0, 5), slice(0, 70)))  # the last chunks, cut short
+
+
+@pytest.mark.parametrize("cname", ["lz4", "lz4hc", "blosclz", "zstd", "zlib"])
+@pytest.mark.parametrize("shuffle", ["noshuffle", "shuffle", "bitshuffle"])
+@pytest.mark.parametrize("blocksize", [0, 4096])
+def test_blosc_direct_compress_matches_numcodecs(cname, shuffle, blocksize, monkeypatch):
+    spec = ChunkSpec((3000,), np.dtype("float32"), np.float32(0))
+    codec = BloscCodec(cname, 5, shuffle, blocksize=blocksize).evolve(spec)
+    data = np.sin(np.arange(3000, dtype="float32") / 50)
+    direct = bytes(codec.encode(memoryview(data.view(np.uint8)), spec))
+    readonly = memoryview(data.tobytes())  # no address for ctypes: numcodecs compresses
+    assert bytes(codec.encode(readonly, spec)) == direct
+    monkeypatch.setattr(_cblosc, "available", False)
+    assert bytes(codec.encode(memoryview(data.view(np.uint8)), spec)) == direct
+    assert np.array_equal(np.frombuffer(codec.decode(direct, spec), "float32"), data)
