@@ -125,9 +125,10 @@ INLINE_READ_BYTES = int(os.environ.get("ZARRKIT_INLINE_READ_BYTES", 1 << 22))
 
 #: The same for chunks whose codecs decode slowly (zstd, gzip): a hand-off is soon worth it.
 INLINE_SLOW_READ_BYTES = int(os.environ.get("ZARRKIT_INLINE_SLOW_READ_BYTES", 1 << 16))
-#: Chunks this small that decode fast are read in the calling thread however many there are:
-#: their work is a few short system calls, each of which hands the GIL over when other threads
-#: run, and those hand-offs cost more than the calls (measured 1.4x slower with two threads).
+#: Chunks this small that decode fast are read (and written) in the calling thread however many
+#: there are: their work is a few short system calls, each of which hands the GIL over when other
+#: threads run, and those hand-offs cost more than the calls (measured 1.4x slower reads with two
+#: threads; writes of 4096 16 KiB chunks 1.5-2x slower, with 3-5x the kernel time).
 INLINE_CHUNK_BYTES = int(os.environ.get("ZARRKIT_INLINE_CHUNK_BYTES", 1 << 16))
 
 
@@ -209,6 +210,8 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
     cps = sharding.chunks_per_shard
     groups = _shard_groups(plan, cps)
     inner, cache = sharding.inner, arr.cache
+    if cache is None and inner.decodes_into and not plan.is_points:
+        groups = _read_boxes(arr, sharding, groups, out, _small(arr, plan))
     tokens: dict[tuple[int, ...], Any] = {}  # cache tokens of the inner chunks fetched
 
     def place(item: tuple[Any, ChunkProjection, str]) -> None:
@@ -228,16 +231,9 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
             return _fetch_inner_chunks(arr, sharding, group[0], members)
         return _fetch_cached(arr, sharding, group[0], members, tokens)
 
-    def read_shard(group: tuple[tuple[int, ...], Any]) -> None:
-        box = group[1].block() if direct else None
-        if box is None or not _read_box(arr, sharding, group[0], box, out):
-            for item in fetch(group):
-                place(item)
-
-    direct = cache is None and inner.decodes_into and not plan.is_points
     if len(groups) >= concurrency():  # enough shards to keep every thread busy
-        run_all(bounded(arr.copy_limit, read_shard), groups)
-    else:  # few shards: fetch them, then decode their inner chunks in parallel
+        run_all(bounded(arr.copy_limit, lambda g: [place(item) for item in fetch(g)]), groups)
+    elif groups:  # few shards: fetch them, then decode their inner chunks in parallel
         small = _small(arr, plan)
         fetch, place = bounded(arr.copy_limit, fetch), bounded(arr.copy_limit, place)
         items = [item for fetched in _run(fetch, groups, small) for item in fetched]
@@ -276,34 +272,60 @@ def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple
 BOX_BYTES = int(os.environ.get("ZARRKIT_BOX_BYTES", 2 << 20))
 
 
-def _read_box(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
-              box: tuple[tuple[int, ...], tuple[int, ...], tuple[slice, ...]],
-              out: np.ndarray) -> bool:
-    """Read a box of whole inner chunks of one shard (Plan.block) into `out`, a slab of chunk
-    rows at a time; False, with nothing done, when one row of chunks exceeds BOX_BYTES."""
+_Box = tuple[tuple[int, ...], tuple[int, ...], tuple[slice, ...]]  # Plan.block
+
+
+def _read_boxes(arr: ChunkedArray, sharding: ShardingCodec, groups: list[Any], out: np.ndarray,
+                inline: bool) -> list[Any]:
+    """Read the shards whose selection is a box of whole inner chunks (Plan.block): their
+    indexes, then slabs of chunk rows of up to BOX_BYTES, spread over the pool. The other
+    groups (and boxes whose one row of chunks exceeds BOX_BYTES) are returned unread."""
+    boxes, rest = [], []
+    for shard, sub in groups:
+        box = sub.block()
+        rows = 0 if box is None or not box[1] else \
+            BOX_BYTES // (math.prod(box[1][1:]) * sharding.inner.spec.nbytes or 1)
+        if rows >= 1:
+            boxes.append((shard, box, rows))
+        else:
+            rest.append((shard, sub))
+    limit = arr.copy_limit
+    indexes = _run(bounded(limit, lambda b: _shard_index(arr, sharding, b[0])), boxes, inline)
+    slabs = [(arr.key(shard), index, slab)
+             for (shard, box, rows), index in zip(boxes, indexes, strict=True) if index is not None
+             for slab in _slabs(sharding, shard, box, rows)]
+    # (A missing shard's box reads as the fill value, already in `out`.)
+    _run(bounded(limit, lambda s: _read_slab(arr, sharding, *s, out)), slabs, inline)
+    return rest
+
+
+def _shard_index(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...]
+                 ) -> np.ndarray | None:
+    index_bytes = arr.store.get(arr.key(shard), sharding.index_byte_range())
+    return None if index_bytes is None else sharding.decode_index(index_bytes)
+
+
+def _slabs(sharding: ShardingCodec, shard: tuple[int, ...], box: _Box, rows: int) -> list[_Box]:
+    """The box cut into runs of `rows` chunk rows: (first chunk within the shard, chunks per
+    dimension, output region) each."""
     first, counts, region = box
-    inner_shape, chunk_nbytes = sharding.inner.spec.shape, sharding.inner.spec.nbytes
-    rows = BOX_BYTES // max(1, math.prod(counts[1:]) * chunk_nbytes)
-    if rows < 1:
-        return False
-    key = arr.key(shard)
-    index_bytes = arr.store.get(key, sharding.index_byte_range())
-    if index_bytes is None:
-        return True  # no shard: the box reads as the fill value, already in `out`
-    index = sharding.decode_index(index_bytes)
-    cps = sharding.chunks_per_shard
-    local = [f - s * n for f, s, n in zip(first, shard, cps, strict=True)]
+    local = [f - s * n for f, s, n in zip(first, shard, sharding.chunks_per_shard, strict=True)]
+    height = sharding.inner.spec.shape[0]
+    slabs = []
     for start in range(0, counts[0], rows):
         n = min(rows, counts[0] - start)
-        sub_counts = (n, *counts[1:])
-        entries = index[tuple(slice(f, f + c) for f, c in
-                              zip((local[0] + start, *local[1:]), sub_counts, strict=True))]
-        block = _decode_box(arr, sharding.inner, key, entries.reshape(-1, 2), math.prod(sub_counts))
-        first_row = region[0].start + start * inner_shape[0]
-        sub_region = (slice(first_row, min(first_row + n * inner_shape[0], region[0].stop)),
-                      *region[1:])
-        _place_box(block.reshape(sub_counts + inner_shape), out[sub_region])
-    return True
+        top = region[0].start + start * height
+        slabs.append(((local[0] + start, *local[1:]), (n, *counts[1:]),
+                      (slice(top, min(top + n * height, region[0].stop)), *region[1:])))
+    return slabs
+
+
+def _read_slab(arr: ChunkedArray, sharding: ShardingCodec, key: str, index: np.ndarray,
+               slab: _Box, out: np.ndarray) -> None:
+    first, counts, region = slab
+    entries = index[tuple(slice(f, f + c) for f, c in zip(first, counts, strict=True))]
+    block = _decode_box(arr, sharding.inner, key, entries.reshape(-1, 2), math.prod(counts))
+    _place_box(block.reshape(counts + sharding.inner.spec.shape), out[region])
 
 
 def _decode_box(arr: ChunkedArray, inner: CodecChain, key: str, entries: np.ndarray,
@@ -376,8 +398,8 @@ def write(arr: ChunkedArray, plan: Plan, value: Any) -> None:
         if arr.sharding is not None:
             _write_sharded(arr, arr.sharding, plan, value)
         else:
-            run_all(bounded(arr.copy_limit, lambda p: _write_chunk(arr, p, value[p.out_selection])),
-                    list(plan))
+            _run(bounded(arr.copy_limit, lambda p: _write_chunk(arr, p, value[p.out_selection])),
+                 list(plan), _small(arr, plan))
     finally:
         if arr.cache is not None:  # after the store changed: racing reads cannot re-cache
             arr.cache.invalidate(_written_keys(arr, plan))
