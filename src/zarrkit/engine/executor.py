@@ -6,6 +6,7 @@ Tasks submitted here never wait on other tasks of this pool, so the pool cannot 
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -62,34 +63,32 @@ def submit(fn: Callable[..., R], *args: Any) -> Future[R]:
 def run_all(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
     """`fn` over `items` in the pool; results in order. Runs inline for a single item, and
     inline when called from a pool thread (no nesting). The first exception is raised once all
-    submitted work has finished, so nothing keeps writing behind the caller's back."""
+    submitted work has finished, so nothing keeps writing behind the caller's back; after it, no
+    new item is started."""
     items = items if isinstance(items, Sequence) else list(items)
     if len(items) <= 1 or threading.current_thread().name.startswith("zarrkit"):
         return [fn(item) for item in items]
-    # A future costs more than a small chunk's work: hand each task a run of items, with
-    # enough runs (4 per thread) that uneven chunks still balance.
-    runs = min(len(items), 4 * _workers)
-    bounds = [len(items) * i // runs for i in range(runs + 1)]
-    futures = [executor().submit(_run_slice, fn, items, bounds[i], bounds[i + 1])
-               for i in range(1, runs)]
-    # The caller runs the first run itself: a small read then needs no thread hand-off at all
-    # for its first chunk, and the caller's core is not left idle while it waits.
-    results: list[R] = []
-    error: BaseException | None = None
-    try:
-        results.extend(_run_slice(fn, items, bounds[0], bounds[1]))
-    except BaseException as e:  # noqa: BLE001 - re-raised below after the others finish
-        error = e
+    # Every thread, the caller's too, takes the next item until none is left: uneven items
+    # balance themselves (fixed runs per thread left a core idle at the end of slow codecs'
+    # writes), and one future per thread costs little next to a small chunk's work.
+    results: list[Any] = [None] * len(items)
+    errors: list[BaseException] = []
+    taken = itertools.count()
+
+    def work() -> None:
+        for i in taken:
+            if i >= len(items) or errors:
+                return
+            try:
+                results[i] = fn(items[i])
+            except BaseException as e:  # noqa: BLE001 - re-raised by the caller below
+                errors.append(e)
+                return
+
+    futures = [executor().submit(work) for _ in range(min(len(items) - 1, _workers))]
+    work()
     for f in futures:
-        try:
-            results.extend(f.result())
-        except BaseException as e:  # noqa: BLE001 - re-raised below after the others finish
-            if error is None:
-                error = e
-    if error is not None:
-        raise error
+        f.result()
+    if errors:
+        raise errors[0]
     return results
-
-
-def _run_slice(fn: Callable[[T], R], items: Sequence[T], start: int, stop: int) -> list[R]:
-    return [fn(items[i]) for i in range(start, stop)]
