@@ -216,3 +216,30 @@ def test_blosc_direct_compress_matches_numcodecs(cname, shuffle, blocksize, monk
     monkeypatch.setattr(_cblosc, "available", False)
     assert bytes(codec.encode(memoryview(data.view(np.uint8)), spec)) == direct
     assert np.array_equal(np.frombuffer(codec.decode(direct, spec), "float32"), data)
+
+
+def _vm_flags(address: int) -> list[str]:
+    flags, inside = [], False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and head == "VmFlags:":
+                flags = line.split()[1:]
+    return flags
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux /proc needed to look")
+def test_outputs_do_not_ask_for_huge_pages():
+    from zarrkit.scratch import empty
+
+    big = empty((2048, 2048), np.dtype("uint16"))  # 8 MiB: numpy alone would ask (MADV_HUGEPAGE)
+    assert big.shape == (2048, 2048) and big.dtype == np.uint16 and big.flags.c_contiguous
+    big[...] = 7
+    assert int(big.sum()) == 7 * 2048 * 2048
+    assert "nh" in _vm_flags(big.ctypes.data + 8192)  # MADV_NOHUGEPAGE
+    assert "hg" not in _vm_flags(big.ctypes.data + 8192)
+    small = empty((10,), np.dtype("float64"))
+    assert small.shape == (10,)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import CodecError, CorruptDataError
 from ..kvstore.base import ByteRange
+from ..scratch import empty
 from ._buffers import byte_view, nbytes
 from ._config import check_members, get_choice, get_list, get_shape
 from .base import ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
@@ -212,7 +213,7 @@ class ShardingCodec(ArrayBytesCodec):
         present = pairs[:, 0] != EMPTY
         if not present.any():
             return np.full(spec.shape, spec.fill_value, dtype=spec.dtype)
-        out = np.empty(spec.shape, dtype=spec.dtype)
+        out = empty(spec.shape, spec.dtype)
         blocks = out.reshape(bound._split).transpose(bound._block_axes)
         if not present.all():
             blocks[~present.reshape(bound.chunks_per_shard)] = spec.fill_value

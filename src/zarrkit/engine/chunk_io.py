@@ -19,7 +19,7 @@ from ..codecs.sharding import ShardingCodec
 from ..errors import CorruptDataError
 from ..indexing import ChunkProjection, Plan
 from ..kvstore.base import Buffer, ByteRange, KvStore
-from ..scratch import scratch
+from ..scratch import empty, scratch
 from .executor import concurrency, ensure_concurrency, run_all
 from .limits import LimitedStore, bounded
 
@@ -108,7 +108,7 @@ def _chunk_from_value(p: ChunkProjection, region: np.ndarray, chunk_shape: tuple
 # -- reading ----------------------------------------------------------------------------------
 
 def read(arr: ChunkedArray, plan: Plan) -> np.ndarray:
-    out = np.empty(plan.buffer_shape, dtype=arr.dtype)
+    out = empty(plan.buffer_shape, arr.dtype)
     _prefill(out, arr.fill_value, arr.copy_limit)
     if plan.nitems:
         if arr.sharding is not None:

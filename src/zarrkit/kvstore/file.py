@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidKeyError, StoreError
-from ..scratch import SCRATCH_LIMIT, scratch
+from ..scratch import SCRATCH_LIMIT, empty, scratch
 from . import _openat2
 from ._util import MAX_IO, byte_view, local_path, pread_exact, pread_into, resolve_range
 from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
@@ -273,7 +273,7 @@ class FileStore(KvStore):
             if transient and total <= SCRATCH_LIMIT:
                 buffer = scratch(total, "read")  # reused: no page faults on fresh memory
             else:
-                buffer = memoryview(np.empty(total, np.uint8))  # not zeroed, unlike bytearray
+                buffer = memoryview(empty((total,), np.uint8))  # not zeroed, unlike bytearray
             for group, start, stop in groups:
                 view, buffer = buffer[:stop - start], buffer[stop - start:]
                 view = view[:pread_into(fd, view, start)]
