@@ -232,18 +232,24 @@ class Plan:
             yield from self._iter_vectorized()
             return
         dims = self._dims
+        if not dims:
+            yield ChunkProjection((), (), (), True)
+            return
         # numpy moves the axes of separated advanced indices (arrays, and integers beside an
         # array) to the front; an outer-product index keeps every axis in place.
         n_arrays = sum(1 for d in dims if d.is_array)
-        multi_array = n_arrays > 1 or (n_arrays == 1 and any(d.out_len is None for d in dims))
-        for combo in itertools.product(*(d.parts for d in dims)):
-            coords = tuple(p.chunk for p in combo)
-            chunk_sel = tuple(p.chunk_sel for p in combo)
-            out_sel = tuple(p.out_sel for p in combo if p.out_sel is not None)
+        dropped = any(d.out_len is None for d in dims)
+        multi_array = n_arrays > 1 or (n_arrays == 1 and dropped)
+        # Plain tuples, regrouped by zip: a few C calls per chunk (this runs once per chunk).
+        parts = [[(p.chunk, p.chunk_sel, p.out_sel, p.complete) for p in d.parts] for d in dims]
+        for combo in itertools.product(*parts):
+            coords, chunk_sel, out_sel, complete = zip(*combo, strict=True)
+            if dropped:
+                out_sel = tuple(s for s in out_sel if s is not None)
             if multi_array:
                 chunk_sel = _ix(chunk_sel)
                 out_sel = _ix(out_sel)
-            yield ChunkProjection(coords, chunk_sel, out_sel, all(p.complete for p in combo))
+            yield ChunkProjection(coords, chunk_sel, out_sel, all(complete))
 
     def _iter_vectorized(self) -> Iterator[ChunkProjection]:
         coords_sorted, order, chunk_ids_shape = self._vectorized  # type: ignore[misc]

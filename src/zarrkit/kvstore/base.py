@@ -7,6 +7,7 @@ concurrency; the default batch methods simply loop.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -51,8 +52,14 @@ class ByteRange:
         return value[self.offset:self.offset + self.length]
 
 
+#: Keys made only of segments like "c", "0", "zarr.json" (no leading dot) need no closer look.
+_PLAIN_KEY = re.compile(r"(?:[A-Za-z0-9_-][A-Za-z0-9_.-]*/)*[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+
+
 def validate_key(key: str) -> str:
     """Refuse keys that are empty, absolute, contain `..`/`.` segments, backslashes or NUL."""
+    if type(key) is str and _PLAIN_KEY.fullmatch(key):
+        return key
     if not isinstance(key, str) or not key:
         raise InvalidKeyError(f"invalid store key {key!r}: must be a non-empty string")
     if "\x00" in key or "\\" in key:
