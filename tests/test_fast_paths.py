@@ -243,3 +243,45 @@ def test_outputs_do_not_ask_for_huge_pages():
     assert "hg" not in _vm_flags(big.ctypes.data + 8192)
     small = empty((10,), np.dtype("float64"))
     assert small.shape == (10,)
+
+
+@pytest.mark.parametrize("shards", [None, (40, 42)])
+def test_zstd_partial_decodes_stop_after_the_rows_read(tmp_path, monkeypatch, shards):
+    data = (np.arange(80 * 84, dtype="uint32").reshape(80, 84) * 2654435761 % 1000).astype("uint32")
+    a = zarrkit.create(str(tmp_path / "a"), shape=data.shape, dtype="uint32", chunks=(20, 21),
+                       shards=shards, codecs=[{"name": "bytes"}, {"name": "zstd"}])
+    a[...] = data
+    stops = []
+    real = CodecChain.decode_prefix_transient
+
+    def counting(self, encoded, nbytes):
+        got = real(self, encoded, nbytes)
+        stops.append(None if got is None else nbytes)
+        return got
+    monkeypatch.setattr(CodecChain, "decode_prefix_transient", counting)
+    for sel in (np.s_[0:5, 3:50], np.s_[21:23, :], np.s_[7, 10:70], np.s_[9:2:-3, ::5],
+                np.s_[:, 4], np.s_[25:79, 1:83]):
+        np.testing.assert_array_equal(a[sel], data[sel], err_msg=str(sel))
+    assert stops and all(s is not None for s in stops)
+    assert 5 * 21 * 4 in stops and 8 * 21 * 4 in stops  # rows 0-4; and rows 0-7 for row 7
+
+
+def test_zstd_decode_prefix_checks_what_it_decodes():
+    from zarrkit.codecs.zstd import ZstdCodec
+
+    spec = ChunkSpec((1000,), np.dtype("uint32"), np.uint32(0))
+    data = (np.arange(1000, dtype="uint32") * 7919 % 5000).astype("uint32")
+    raw = memoryview(data.view(np.uint8))
+    dest = memoryview(bytearray(4000))
+    frame = bytes(ZstdCodec(3).encode(raw, spec))
+    assert ZstdCodec().decode_prefix(frame, spec, 4000, 1200, dest)
+    assert bytes(dest[:1200]) == bytes(raw[:1200])
+    assert not ZstdCodec().decode_prefix(frame, spec, 4000, 4000, dest)  # all of it: decode whole
+    checked = bytes(ZstdCodec(3, checksum=True).encode(raw, spec))
+    assert not ZstdCodec().decode_prefix(checked, spec, 4000, 1200, dest)  # a checksum to verify
+    import zstandard
+
+    unsized = zstandard.ZstdCompressor(write_content_size=False).compress(bytes(raw))
+    assert not ZstdCodec().decode_prefix(unsized, spec, 4000, 1200, dest)
+    with pytest.raises(CorruptDataError):
+        ZstdCodec().decode_prefix(frame[:20], spec, 4000, 3000, dest)

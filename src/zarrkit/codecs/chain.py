@@ -42,7 +42,7 @@ class CodecChain:
 
     __slots__ = ("codecs", "array_array", "array_bytes", "bytes_bytes", "spec", "_encoded_size",
                  "_aa_encode", "_ab_encode", "_bb_encode", "_aa_decode", "_ab_decode", "_bb_decode",
-                 "_bb_into", "_transient_into", "_direct")
+                 "_bb_into", "_transient_into", "_direct", "_prefix")
 
     codecs: tuple[Codec, ...]
     array_array: tuple[ArrayArrayCodec, ...]
@@ -95,6 +95,9 @@ class CodecChain:
         # straight to their destination.
         passthrough = getattr(self.array_bytes, "passthrough", None)
         self._direct = not self.array_array and passthrough is not None and passthrough(ab_spec)
+        prefix = getattr(self.bytes_bytes[0], "decode_prefix", None) if self.bytes_bytes else None
+        self._prefix = partial(prefix, spec=ab_spec, size=size) if \
+            self._direct and len(self.bytes_bytes) == 1 and prefix and small else None
         bb_decode: list[Callable[[Buffer], Buffer]] = []
         for codec in self.bytes_bytes:
             # When the decoded size is known, compressors can refuse to inflate beyond it.
@@ -140,6 +143,21 @@ class CodecChain:
         (copied out) before the thread decodes again, and never kept (no caching)."""
         into = self._transient_into
         return self._decode(data, None if into is None else scratch(into.keywords["size"]))
+
+    def decode_prefix_transient(self, data: Buffer, nbytes: int) -> np.ndarray | None:
+        """`decode_transient` of only the first `nbytes` decoded bytes (the chunk in C order):
+        the rest of the result is undefined. None when the chain cannot stop early."""
+        if self._prefix is None:
+            return None
+        dest = scratch(self.spec.nbytes)
+        try:
+            if not self._prefix(data, nbytes=nbytes, dest=dest):
+                return None
+        except ZarrkitError:
+            raise
+        except Exception as e:  # a codec library's own error: the stored bytes are bad
+            raise CorruptDataError(f"cannot decode chunk: {type(e).__name__}: {e}") from e
+        return np.frombuffer(dest, self.spec.dtype).reshape(self.spec.shape)
 
     @property
     def decodes_into(self) -> bool:

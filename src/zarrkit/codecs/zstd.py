@@ -80,6 +80,29 @@ class ZstdCodec(BytesBytesCodec):
             raise CorruptDataError(f"zstd codec: invalid compressed data ({e})") from None
 
 
+    def decode_prefix(self, data: Buffer, spec: ChunkSpec, size: int, nbytes: int,
+                      dest: memoryview) -> bool:
+        """Decode only the first `nbytes` of the `size` decoded bytes into `dest`, stopping
+        early (zstd decodes block by block); False, with nothing done, for frames this would not
+        check: no declared size of exactly `size`, or a content checksum to verify."""
+        view = byte_view(data)
+        if not 0 < nbytes < size or frame_content_size(view) != size or view[4] & 4:
+            return False
+        target, got = dest[:nbytes], 0
+        try:
+            with _decompressor().stream_reader(view) as reader:
+                while got < nbytes:
+                    n = reader.readinto(target[got:])
+                    if not n:
+                        break
+                    got += n
+        except Exception as e:  # zstandard.ZstdError
+            raise CorruptDataError(f"zstd codec: invalid compressed data ({e})") from None
+        if got != nbytes:
+            raise CorruptDataError(f"zstd codec: frame ends after {got} of its {size} bytes")
+        return True
+
+
 _local = threading.local()
 
 

@@ -64,13 +64,38 @@ class ChunkedArray:
 
 # -- helpers ----------------------------------------------------------------------------------
 
-def decode_chunk(chain: CodecChain, data: Buffer, key: str, transient: bool = False) -> np.ndarray:
+def decode_chunk(chain: CodecChain, data: Buffer, key: str, transient: bool = False,
+                 p: ChunkProjection | None = None) -> np.ndarray:
     """The decoded chunk; `transient`: it may be in the thread's scratch buffer, to be copied out
-    before this thread decodes again (never for a chunk that is cached or kept)."""
+    before this thread decodes again (never for a chunk that is cached or kept). With the
+    projection `p` read from it, a transient decode may stop after the last row `p` needs."""
     try:
-        return chain.decode_transient(data) if transient else chain.decode(data)
+        if not transient:
+            return chain.decode(data)
+        rows = None if p is None else _rows_needed(p, chain.spec.shape)
+        if rows is not None:
+            row_bytes = chain.spec.nbytes // chain.spec.shape[0]
+            chunk = chain.decode_prefix_transient(data, rows * row_bytes)
+            if chunk is not None:
+                return chunk
+        return chain.decode_transient(data)
     except CorruptDataError as e:
         raise type(e)(f"chunk {key!r}: {e}") from None
+
+
+def _rows_needed(p: ChunkProjection, shape: tuple[int, ...]) -> int | None:
+    """How many leading rows (first-axis positions) of the chunk `p` reads from, when fewer than
+    all of them and known from a slice or an integer; else None."""
+    if not shape or not shape[0]:
+        return None
+    first = p.chunk_selection[0] if p.chunk_selection else None
+    if isinstance(first, slice):
+        rows = first.stop
+    elif isinstance(first, int):
+        rows = first + 1
+    else:
+        return None
+    return rows if rows is not None and 0 < rows < shape[0] else None
 
 
 def is_fill(chunk: np.ndarray, fill: Any) -> bool:
@@ -169,13 +194,13 @@ def _prefill(out: np.ndarray, fill: Any, limit: Any = None) -> None:
 def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
     store, chain, key_of, cache = arr.store, arr.chain, arr.key, arr.cache
 
-    def load(key: str, transient: bool = False) -> np.ndarray | None:
+    def load(key: str, p: ChunkProjection | None = None) -> np.ndarray | None:
         data = store.get(key)
-        return None if data is None else decode_chunk(chain, data, key, transient)
+        return None if data is None else decode_chunk(chain, data, key, p is not None, p)
 
     def task(p: ChunkProjection) -> None:
         key = key_of(p.coords)
-        chunk = load(key, True) if cache is None else cache.load(key, None, lambda: load(key))
+        chunk = load(key, p) if cache is None else cache.load(key, None, lambda: load(key))
         if chunk is not None:  # missing chunks are already the fill value
             out[p.out_selection] = chunk[p.chunk_selection]
 
@@ -219,7 +244,7 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
         if isinstance(data, _Cached):
             chunk = data.chunk
         else:
-            chunk = None if data is None else decode_chunk(inner, data, key, cache is None)
+            chunk = None if data is None else decode_chunk(inner, data, key, cache is None, p)
             if cache is not None:
                 cache.store(key, p.coords, chunk, tokens[p.coords])
         if chunk is not None:  # missing inner chunks are already the fill value
