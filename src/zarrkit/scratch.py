@@ -48,10 +48,11 @@ _madvise_fn = _madvise()
 def empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """`np.empty`, but large arrays are not backed by transparent huge pages on request.
 
-    numpy asks the kernel for huge pages (MADV_HUGEPAGE) for arrays of 4 MiB or more; where
-    memory is fragmented, the first write to such an array then stalls while the kernel
-    compacts memory (measured 0.2-0.5 s for 128 MiB, against 0.05-0.09 s for small pages).
-    Without the request the kernel uses huge pages only when they are free at no cost.
+    numpy asks the kernel for huge pages (MADV_HUGEPAGE) for arrays of 4 MiB or more; the first
+    write to such an array then often stalls (measured on a 2-core VM: 0.1-0.5 s for 128 MiB in
+    most fresh processes, 0.02 s in the others, against a steady 0.08 s for small pages), as
+    the kernel compacts memory or the host backs fresh huge blocks. Without the request the
+    kernel uses huge pages only when it has them at no cost.
     """
     out = np.empty(shape, dtype)
     if _madvise_fn is not None and out.nbytes >= 1 << 22:
