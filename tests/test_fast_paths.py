@@ -285,3 +285,32 @@ def test_zstd_decode_prefix_checks_what_it_decodes():
     assert not ZstdCodec().decode_prefix(unsized, spec, 4000, 1200, dest)
     with pytest.raises(CorruptDataError):
         ZstdCodec().decode_prefix(frame[:20], spec, 4000, 3000, dest)
+
+
+def _peak_threads(width: int) -> int:
+    import threading
+    import time
+
+    from zarrkit.engine import executor
+
+    lock, active, peak = threading.Lock(), [0], [0]
+
+    def work(_: int) -> None:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.005)
+        with lock:
+            active[0] -= 1
+    executor.run_all(work, range(60), width)
+    return peak[0]
+
+
+def test_local_work_keeps_its_width_after_a_network_store_grows_the_pool():
+    from zarrkit.engine import executor
+
+    width = executor.concurrency()
+    executor.ensure_concurrency(width + 6)  # what a network store does
+    assert executor.concurrency() == width
+    assert _peak_threads(0) <= width + 1  # the caller works too
+    assert _peak_threads(width + 6) > width + 1  # a network store's own work

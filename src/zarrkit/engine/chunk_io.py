@@ -170,8 +170,13 @@ def _small(arr: ChunkedArray, plan: Plan) -> bool:
     return plan.nchunks_hint * chunk_bytes <= (INLINE_READ_BYTES if fast else INLINE_SLOW_READ_BYTES)
 
 
-def _run(fn: Callable[[Any], Any], items: list[Any], inline: bool) -> list[Any]:
-    return [fn(item) for item in items] if inline else run_all(fn, items)
+def _run(arr: ChunkedArray, fn: Callable[[Any], Any], items: list[Any],
+         inline: bool = False) -> list[Any]:
+    """`fn` over `items`, in the calling thread or on the pool: as many threads as the cores, or
+    as the store's requests in flight when it is a network store."""
+    if inline:
+        return [fn(item) for item in items]
+    return run_all(fn, items, max(concurrency(), arr.store.io_concurrency))
 
 
 def _prefill(out: np.ndarray, fill: Any, limit: Any = None) -> None:
@@ -204,7 +209,7 @@ def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
         if chunk is not None:  # missing chunks are already the fill value
             out[p.out_selection] = chunk[p.chunk_selection]
 
-    _run(bounded(arr.copy_limit, task), list(plan), _small(arr, plan))
+    _run(arr, bounded(arr.copy_limit, task), list(plan), _small(arr, plan))
 
 
 def _shard_groups(plan: Plan, cps: tuple[int, ...]) -> list[tuple[tuple[int, ...], Any]]:
@@ -257,12 +262,12 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
         return _fetch_cached(arr, sharding, group[0], members, tokens)
 
     if len(groups) >= concurrency():  # enough shards to keep every thread busy
-        run_all(bounded(arr.copy_limit, lambda g: [place(item) for item in fetch(g)]), groups)
+        _run(arr, bounded(arr.copy_limit, lambda g: [place(item) for item in fetch(g)]), groups)
     elif groups:  # few shards: fetch them, then decode their inner chunks in parallel
         small = _small(arr, plan)
         fetch, place = bounded(arr.copy_limit, fetch), bounded(arr.copy_limit, place)
-        items = [item for fetched in _run(fetch, groups, small) for item in fetched]
-        _run(place, items, small)
+        items = [item for fetched in _run(arr, fetch, groups, small) for item in fetched]
+        _run(arr, place, items, small)
 
 
 def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
@@ -315,12 +320,12 @@ def _read_boxes(arr: ChunkedArray, sharding: ShardingCodec, groups: list[Any], o
         else:
             rest.append((shard, sub))
     limit = arr.copy_limit
-    indexes = _run(bounded(limit, lambda b: _shard_index(arr, sharding, b[0])), boxes, inline)
+    indexes = _run(arr, bounded(limit, lambda b: _shard_index(arr, sharding, b[0])), boxes, inline)
     slabs = [(arr.key(shard), index, slab)
              for (shard, box, rows), index in zip(boxes, indexes, strict=True) if index is not None
              for slab in _slabs(sharding, shard, box, rows)]
     # (A missing shard's box reads as the fill value, already in `out`.)
-    _run(bounded(limit, lambda s: _read_slab(arr, sharding, *s, out)), slabs, inline)
+    _run(arr, bounded(limit, lambda s: _read_slab(arr, sharding, *s, out)), slabs, inline)
     return rest
 
 
@@ -423,7 +428,8 @@ def write(arr: ChunkedArray, plan: Plan, value: Any) -> None:
         if arr.sharding is not None:
             _write_sharded(arr, arr.sharding, plan, value)
         else:
-            _run(bounded(arr.copy_limit, lambda p: _write_chunk(arr, p, value[p.out_selection])),
+            _run(arr, bounded(arr.copy_limit,
+                              lambda p: _write_chunk(arr, p, value[p.out_selection])),
                  list(plan), _small(arr, plan))
     finally:
         if arr.cache is not None:  # after the store changed: racing reads cannot re-cache
@@ -504,12 +510,13 @@ def _write_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
             len(members) == _inner_chunks_in_array(arr, sharding, shard)
         (whole if complete else partial).append((shard, members))
     if len(whole) >= concurrency():  # a shard per task: encoding overlaps other shards' I/O
-        run_all(bounded(arr.copy_limit, lambda g: _write_whole_shards(arr, sharding, [g], value,
-                                                                      inline=True)), whole)
+        _run(arr, bounded(arr.copy_limit,
+                          lambda g: _write_whole_shards(arr, sharding, [g], value, inline=True)),
+             whole)
     else:  # few shards: their inner chunks are encoded in parallel
         _write_whole_shards(arr, sharding, whole, value)
-    run_all(bounded(arr.copy_limit, lambda g: _update_shard(arr, sharding, g[0], g[1], value)),
-            partial)
+    _run(arr, bounded(arr.copy_limit, lambda g: _update_shard(arr, sharding, g[0], g[1], value)),
+         partial)
 
 
 def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list[Any],
@@ -524,7 +531,7 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
         chunk = _chunk_from_value(p, value[p.out_selection], inner_shape, dtype, fill)
         return _encoded(arr, sharding.inner, chunk)
 
-    encoded = _run(bounded(arr.copy_limit, encode), jobs, inline)
+    encoded = _run(arr, bounded(arr.copy_limit, encode), jobs, inline)
     per_shard: list[dict[tuple[int, ...], Buffer]] = [{} for _ in shards]
     for (si, within, _), data in zip(jobs, encoded, strict=True):
         if data is not None:
@@ -533,7 +540,7 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
     def assemble(i: int) -> None:
         _replace(arr.store, arr.key(shards[i][0]), _shard_bytes(sharding, per_shard[i]))
 
-    _run(bounded(arr.copy_limit, assemble), list(range(len(shards))), inline)
+    _run(arr, bounded(arr.copy_limit, assemble), list(range(len(shards))), inline)
 
 
 def _shard_bytes(sharding: ShardingCodec, chunks: dict[tuple[int, ...], Buffer]) -> Buffer | None:
