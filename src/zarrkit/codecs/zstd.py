@@ -79,7 +79,6 @@ class ZstdCodec(BytesBytesCodec):
         except Exception as e:
             raise CorruptDataError(f"zstd codec: invalid compressed data ({e})") from None
 
-
     def decode_prefix(self, data: Buffer, spec: ChunkSpec, size: int, nbytes: int,
                       dest: memoryview) -> bool:
         """Decode only the first `nbytes` of the `size` decoded bytes into `dest`, stopping
