@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import formats, storage
-from .engine.executor import concurrency, ensure_concurrency, run_all
+from .engine.executor import ensure_concurrency, io_width, run_all
 from .errors import NodeTypeError
 from .group import Group, open_node
 from .kvstore import open_kvstore
@@ -29,7 +29,7 @@ def _members(store: KvStore, path: str, zarr_format: int) -> list[tuple[str, Any
     paths = [storage.join(path, n) for n in names]
     ensure_concurrency(store.io_concurrency)  # a network store: many requests in flight
     found = run_all(lambda p: formats.find(store, p, zarr_format, use_consolidated=False),
-                    paths, max(concurrency(), store.io_concurrency))
+                    paths, io_width(store.io_concurrency))
     return [(p, f.metadata) for p, f in zip(paths, found, strict=True) if f is not None]
 
 

@@ -20,7 +20,7 @@ from ..errors import CorruptDataError
 from ..indexing import ChunkProjection, Plan
 from ..kvstore.base import Buffer, ByteRange, KvStore
 from ..scratch import empty, scratch
-from .executor import concurrency, ensure_concurrency, run_all
+from .executor import concurrency, ensure_concurrency, io_width, run_all
 from .limits import LimitedStore, bounded
 
 _EMPTY = np.uint64(2**64 - 1)
@@ -176,7 +176,7 @@ def _run(arr: ChunkedArray, fn: Callable[[Any], Any], items: list[Any],
     as the store's requests in flight when it is a network store."""
     if inline:
         return [fn(item) for item in items]
-    return run_all(fn, items, max(concurrency(), arr.store.io_concurrency))
+    return run_all(fn, items, io_width(arr.store.io_concurrency))
 
 
 def _prefill(out: np.ndarray, fill: Any, limit: Any = None) -> None:
@@ -274,10 +274,9 @@ def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple
                         members: list[Any]) -> list[tuple[Buffer | None, ChunkProjection, str]]:
     """Read a shard's index, then only the inner chunks the selection needs (one batch)."""
     key = arr.key(shard)
-    index_bytes = arr.store.get(key, sharding.index_byte_range())
-    if index_bytes is None:
+    index = _shard_index(arr, sharding, shard)
+    if index is None:
         return [(None, p, key) for _, p in members]
-    index = sharding.decode_index(index_bytes)
     found: list[tuple[Buffer | None, ChunkProjection, str]] = []
     requests, pending = [], []
     for within, p in members:
@@ -288,12 +287,17 @@ def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple
             requests.append((key, ByteRange(int(offset), int(nbytes))))
             pending.append(p)
     for (_, rng), p, data in zip(requests, pending, arr.store.get_many(requests), strict=True):
-        if data is None or len(data) != rng.length:
-            raise CorruptDataError(
-                f"shard {key!r}: inner chunk at bytes {rng.offset}+{rng.length} lies outside the "
-                "shard (truncated shard or corrupt index)")
-        found.append((data, p, key))
+        found.append((_inner_bytes(key, rng, data), p, key))
     return found
+
+
+def _inner_bytes(key: str, rng: ByteRange, data: Buffer | None) -> Buffer:
+    """An inner chunk's bytes as read from its shard, checked to be all there."""
+    if data is None or len(data) != rng.length:
+        raise CorruptDataError(
+            f"shard {key!r}: inner chunk at bytes {rng.offset}+{rng.length} lies outside the "
+            "shard (truncated shard or corrupt index)")
+    return data
 
 
 #: A box of whole inner chunks is decoded into a per-thread buffer of up to this many bytes,
@@ -372,11 +376,7 @@ def _decode_box(arr: ChunkedArray, inner: CodecChain, key: str, entries: np.ndar
     requests = [(key, ByteRange(o, n)) for o, n in entries[present].tolist()]
     fetched = arr.store.get_many_transient(requests)  # consumed before the next read
     for k, (_, rng), data in zip(positions, requests, fetched, strict=True):
-        if data is None or len(data) != rng.length:
-            raise CorruptDataError(
-                f"shard {key!r}: inner chunk at bytes {rng.offset}+{rng.length} lies outside the "
-                "shard (truncated shard or corrupt index)")
-        inner.decode_into(data, raw[k * nbytes:(k + 1) * nbytes])
+        inner.decode_into(_inner_bytes(key, rng, data), raw[k * nbytes:(k + 1) * nbytes])
     return block
 
 

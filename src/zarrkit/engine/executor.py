@@ -55,6 +55,12 @@ def ensure_concurrency(workers: int) -> None:
         _resize(workers)
 
 
+def io_width(io_concurrency: int) -> int:
+    """The threads for the work of a store that wants `io_concurrency` requests in flight (0
+    for local stores): one per core, or that many when it is more."""
+    return max(_width, io_concurrency)
+
+
 def executor() -> ThreadPoolExecutor:
     global _pool
     pool = _pool

@@ -218,10 +218,7 @@ class FileStore(KvStore):
                 return None
             fd, size = opened
             try:
-                if byte_range is None and 0 < size <= MAX_IO:
-                    data = os.pread(fd, size, 0)  # the usual whole value: one plain call
-                    return data if len(data) == size else pread_exact(fd, size, 0)
-                start, stop = resolve_range(byte_range, size)
+                start, stop = (0, size) if byte_range is None else resolve_range(byte_range, size)
                 return pread_exact(fd, stop - start, start)
             finally:
                 os.close(fd)
