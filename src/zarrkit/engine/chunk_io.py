@@ -376,7 +376,12 @@ def _decode_box(arr: ChunkedArray, inner: CodecChain, key: str, entries: np.ndar
     requests = [(key, ByteRange(o, n)) for o, n in entries[present].tolist()]
     fetched = arr.store.get_many_transient(requests)  # consumed before the next read
     for k, (_, rng), data in zip(positions, requests, fetched, strict=True):
-        inner.decode_into(_inner_bytes(key, rng, data), raw[k * nbytes:(k + 1) * nbytes])
+        data = _inner_bytes(key, rng, data)
+        try:
+            inner.decode_into(data, raw[k * nbytes:(k + 1) * nbytes])
+        except CorruptDataError as e:
+            raise type(e)(f"shard {key!r}, inner chunk at bytes {rng.offset}+{rng.length}: "
+                          f"{e}") from None
     return block
 
 
