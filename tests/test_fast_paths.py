@@ -232,17 +232,49 @@ def _vm_flags(address: int) -> list[str]:
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux /proc needed to look")
-def test_outputs_do_not_ask_for_huge_pages():
-    from zarrkit.scratch import empty
+@pytest.mark.parametrize("slow", [False, True])
+def test_outputs_ask_for_huge_pages_until_one_is_slow(monkeypatch, slow):
+    from zarrkit import scratch
 
-    big = empty((2048, 2048), np.dtype("uint16"))  # 8 MiB: numpy alone would ask (MADV_HUGEPAGE)
-    assert big.shape == (2048, 2048) and big.dtype == np.uint16 and big.flags.c_contiguous
+    # every huge page counts as slow, or none does
+    monkeypatch.setattr(scratch, "SLOW_HUGE_PAGE", -1.0 if slow else 60.0)
+    big = scratch.empty((4096, 2048), np.dtype("uint16"))  # 16 MiB
+    assert big.shape == (4096, 2048) and big.dtype == np.uint16 and big.flags.c_contiguous
     big[...] = 7
-    assert int(big.sum()) == 7 * 2048 * 2048
-    assert "nh" in _vm_flags(big.ctypes.data + 8192)  # MADV_NOHUGEPAGE
-    assert "hg" not in _vm_flags(big.ctypes.data + 8192)
-    small = empty((10,), np.dtype("float64"))
+    assert int(big.sum()) == 7 * 4096 * 2048
+    first = -(-big.ctypes.data // (1 << 21)) * (1 << 21)  # the first huge page inside
+    assert "hg" in _vm_flags(first)  # MADV_HUGEPAGE
+    later = first + 3 * (1 << 21)
+    if slow:  # the first slow page turned the rest to small pages
+        assert "nh" in _vm_flags(later) and "hg" not in _vm_flags(later)
+    else:
+        assert "hg" in _vm_flags(later) and "nh" not in _vm_flags(later)
+    small = scratch.empty((10,), np.dtype("float64"))
     assert small.shape == (10,)
+
+
+@pytest.mark.parametrize("dtype", ["O", [("a", "<i4"), ("b", "<f8", (2,))], "M8[s]", "S7"])
+def test_fault_in_keeps_every_dtype_whole(monkeypatch, dtype):
+    from zarrkit import scratch
+
+    monkeypatch.setattr(scratch, "SLOW_HUGE_PAGE", -1.0)
+    out = scratch.empty((1 << 20,), np.dtype(dtype), touch=False)
+    scratch.fault_in(out[3:])  # an unaligned piece, as the parallel prefill passes
+    out[...] = np.zeros(1, out.dtype)[0] if out.dtype != object else "x"
+    assert (out == out[0]).all()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux /proc needed to look")
+def test_reads_fall_back_to_small_pages_correctly(tmp_path, monkeypatch):
+    from zarrkit import scratch
+
+    monkeypatch.setattr(scratch, "SLOW_HUGE_PAGE", -1.0)
+    data = np.arange(2048 * 1536, dtype="uint32").reshape(2048, 1536)  # 12 MiB
+    z = zarrkit.create(str(tmp_path / "a"), shape=data.shape, dtype=data.dtype, chunks=(512, 512))
+    z[...] = data
+    z[:512, :512] = 0  # a missing (fill-value) chunk too
+    data[:512, :512] = 0
+    assert np.array_equal(z[...], data)
 
 
 @pytest.mark.parametrize("shards", [None, (40, 42)])

@@ -19,7 +19,7 @@ from ..codecs.sharding import ShardingCodec
 from ..errors import CorruptDataError
 from ..indexing import ChunkProjection, Plan
 from ..kvstore.base import Buffer, ByteRange, KvStore
-from ..scratch import empty, scratch
+from ..scratch import empty, fault_in, scratch
 from .executor import concurrency, ensure_concurrency, io_width, run_all
 from .limits import LimitedStore, bounded
 
@@ -133,7 +133,7 @@ def _chunk_from_value(p: ChunkProjection, region: np.ndarray, chunk_shape: tuple
 # -- reading ----------------------------------------------------------------------------------
 
 def read(arr: ChunkedArray, plan: Plan) -> np.ndarray:
-    out = empty(plan.buffer_shape, arr.dtype)
+    out = empty(plan.buffer_shape, arr.dtype, touch=False)
     _prefill(out, arr.fill_value, arr.copy_limit)
     if plan.nitems:
         if arr.sharding is not None:
@@ -191,6 +191,7 @@ def _prefill(out: np.ndarray, fill: Any, limit: Any = None) -> None:
     bounds = [flat.size * i // runs for i in range(runs + 1)]
 
     def fill_run(i: int) -> None:
+        fault_in(flat[bounds[i]:bounds[i + 1]])
         flat[bounds[i]:bounds[i + 1]] = fill
 
     run_all(bounded(limit, fill_run), range(runs))
