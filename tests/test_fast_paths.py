@@ -16,6 +16,8 @@ from zarrkit.codecs.chain import CodecChain
 from zarrkit.engine import chunk_io
 from zarrkit.errors import CorruptDataError
 from zarrkit.indexing import basic_plan as plan_selection
+from zarrkit.kvstore.memory import MemoryStore
+from zarrkit.kvstore.zip import ZipStore
 
 BLOSC_LZ4 = {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5}}
 CHAINS = {
@@ -346,3 +348,31 @@ def test_local_work_keeps_its_width_after_a_network_store_grows_the_pool():
     assert executor.concurrency() == width
     assert _peak_threads(0) <= width + 1  # the caller works too
     assert _peak_threads(width + 6) > width + 1  # a network store's own work
+
+
+def test_transient_encodes_match_and_only_live_until_the_next():
+    chain = CodecChain.from_json(CHAINS["blosc"][0], ChunkSpec((64, 64), np.dtype("uint16"),
+                                                                np.uint16(0)))
+    first, second = (np.arange(64 * 64, dtype="uint16").reshape(64, 64) * k for k in (3, 5))
+    kept = chain.encode(first)
+    assert type(kept) is bytes  # an owned result survives later encodes
+    transient = chain.encode(first, transient=True)
+    assert bytes(transient) == kept
+    assert bytes(chain.encode(second, transient=True)) == bytes(chain.encode(second))
+    assert bytes(transient[:len(kept)]) != kept  # the thread's buffer was reused
+    assert bytes(chain.encode(first)) == kept
+
+
+@pytest.mark.parametrize("store", ["file", "memory", "zip"])
+def test_writes_store_transient_encodings_intact(tmp_path, store):
+    """Many chunks encoded on a few threads, each stored before its thread encodes again."""
+    data = (np.arange(1200 * 1210, dtype="uint32").reshape(1200, 1210) * 7919 % 65000).astype("uint16")
+    where = {"file": str(tmp_path / "a"), "memory": MemoryStore(),
+             "zip": ZipStore(str(tmp_path / "a.zip"), mode="w")}[store]
+    z = zarrkit.create(where, shape=data.shape, dtype=data.dtype, chunks=(200, 210),
+                       codecs=CHAINS["blosc"][0])  # 82 KB chunks: written on the pool
+    z[...] = data
+    z[5:795, 7:911] = data[:790, :904] // 2  # read-modify-writes too
+    expected = data.copy()
+    expected[5:795, 7:911] = data[:790, :904] // 2
+    np.testing.assert_array_equal(z[...], expected)

@@ -41,8 +41,8 @@ class CodecChain:
     """The codecs of an array (or of a shard's inner chunks or index), bound to `spec`."""
 
     __slots__ = ("codecs", "array_array", "array_bytes", "bytes_bytes", "spec", "_encoded_size",
-                 "_aa_encode", "_ab_encode", "_bb_encode", "_aa_decode", "_ab_decode", "_bb_decode",
-                 "_bb_into", "_transient_into", "_direct", "_prefix")
+                 "_aa_encode", "_ab_encode", "_bb_encode", "_bb_transient", "_aa_decode",
+                 "_ab_decode", "_bb_decode", "_bb_into", "_transient_into", "_direct", "_prefix")
 
     codecs: tuple[Codec, ...]
     array_array: tuple[ArrayArrayCodec, ...]
@@ -87,6 +87,9 @@ class CodecChain:
         self._ab_encode = partial(self.array_bytes.encode, spec=ab_spec)
         self._ab_decode = partial(self.array_bytes.decode, spec=ab_spec)
         self._bb_encode = [partial(c.encode, spec=ab_spec) for c in self.bytes_bytes]
+        last = getattr(self.bytes_bytes[-1], "encode_transient", None) if self.bytes_bytes else None
+        self._bb_transient = self._bb_encode if last is None else \
+            [*self._bb_encode[:-1], partial(last, spec=ab_spec)]
         size = self.array_bytes.encoded_size(ab_spec)
         self._bb_into = self._decoder_into(size, ab_spec)
         small = self._bb_into is not None and 0 < size <= SCRATCH_LIMIT
@@ -110,11 +113,13 @@ class CodecChain:
         self._bb_decode = bb_decode[::-1]
         self._encoded_size = size
 
-    def encode(self, array: np.ndarray) -> Buffer:
+    def encode(self, array: np.ndarray, transient: bool = False) -> Buffer:
         """Encode one chunk of exactly spec.shape and spec.dtype.
 
         The result may share memory with `array` (e.g. a lone `bytes` codec on native data), so it
-        must be copied or consumed before `array` is modified.
+        must be copied or consumed before `array` is modified. `transient`: it may also be this
+        thread's scratch memory (no copy out of a compressor's buffer), valid until the thread
+        encodes again: for a result that is stored at once and never kept.
         """
         if array.shape != self.spec.shape or array.dtype != self.spec.dtype:
             raise ValueError(f"chunk of shape {array.shape} and type {array.dtype} does not match "
@@ -122,7 +127,7 @@ class CodecChain:
         for encode in self._aa_encode:
             array = encode(array)
         data = self._ab_encode(array)
-        for encode_bytes in self._bb_encode:
+        for encode_bytes in self._bb_transient if transient else self._bb_encode:
             data = encode_bytes(data)
         return data
 

@@ -448,12 +448,14 @@ def _written_keys(arr: ChunkedArray, plan: Plan) -> set[str]:
     return {arr.key(shard) for shard, _ in _shard_groups(plan, arr.sharding.chunks_per_shard)}
 
 
-def _encoded(arr: ChunkedArray, chain: CodecChain, chunk: np.ndarray) -> Buffer | None:
+def _encoded(arr: ChunkedArray, chain: CodecChain, chunk: np.ndarray,
+             transient: bool = False) -> Buffer | None:
     """The bytes to store for a chunk (or inner chunk, with the inner chain); None when it is
-    the fill value and is not stored."""
+    the fill value and is not stored. `transient`: they are stored at once, before this thread
+    encodes again (see `CodecChain.encode`)."""
     if not arr.write_empty_chunks and is_fill(chunk, arr.fill_value):
         return None
-    return chain.encode(chunk)
+    return chain.encode(chunk, transient)
 
 
 def _merged(chain: CodecChain, old: Buffer | None, key: str, p: ChunkProjection,
@@ -487,12 +489,12 @@ def _write_chunk(arr: ChunkedArray, p: ChunkProjection, region: np.ndarray) -> N
     key = arr.key(p.coords)
     if p.complete:  # nothing of the old chunk survives: no read
         chunk = _chunk_from_value(p, region, arr.chunk_shape, arr.dtype, arr.fill_value)
-        _replace(arr.store, key, _encoded(arr, arr.chain, chunk))
+        _replace(arr.store, key, _encoded(arr, arr.chain, chunk, transient=True))
         return
     with arr.store.lock(key):
         chunk = _merged(arr.chain, arr.store.get(key), key, p, region, arr.chunk_shape,
                         arr.dtype, arr.fill_value)
-        _put(arr.store, key, _encoded(arr, arr.chain, chunk))
+        _put(arr.store, key, _encoded(arr, arr.chain, chunk, transient=True))
 
 
 def _inner_chunks_in_array(arr: ChunkedArray, sharding: ShardingCodec,

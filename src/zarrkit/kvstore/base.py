@@ -160,7 +160,8 @@ class KvStore(ABC):
     # -- writing -----------------------------------------------------------------------------
     @abstractmethod
     def _set(self, key: str, value: Buffer) -> None:
-        """Store `value` atomically: readers see the old value or the new one, never a mix."""
+        """Store `value` atomically: readers see the old value or the new one, never a mix.
+        `value` is only read during the call: callers may reuse its memory afterwards."""
 
     @abstractmethod
     def _delete(self, key: str) -> None:
