@@ -31,6 +31,7 @@ CHAINS = {
     "transpose": ([{"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "bytes"},
                    {"name": "zstd"}], False),
 }
+INDEX_CODECS = [{"name": "bytes"}, {"name": "crc32c"}]
 SHAPE, SHARD, INNER = (50, 70), (20, 30), (5, 6)  # 3 x 3 shards, the last ones cut short
 
 
@@ -376,3 +377,47 @@ def test_writes_store_transient_encodings_intact(tmp_path, store):
     expected = data.copy()
     expected[5:795, 7:911] = data[:790, :904] // 2
     np.testing.assert_array_equal(z[...], expected)
+
+
+@pytest.mark.parametrize("location", ["start", "end"])
+def test_pack_transient_builds_the_same_shard_as_encode_shard(location, monkeypatch):
+    from zarrkit import scratch
+
+    spec = ChunkSpec((8, 9), np.dtype("uint16"), np.uint16(0))
+    chain = CodecChain.from_json([{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [4, 3], "codecs": CHAINS["blosc"][0], "index_location": location,
+        "index_codecs": INDEX_CODECS}}], spec)
+    bound = chain.array_bytes
+    rng = np.random.default_rng(1)
+    chunks = {(i, j): bound.inner.encode(rng.integers(0, 9, (4, 3), dtype="uint16"))
+              for i, j in [(0, 1), (1, 0), (1, 2)]}
+    expected = bytes(bound.encode_shard(chunks))
+    scratch.trim_scratch("shard")
+    monkeypatch.setattr(scratch, "SCRATCH_LIMIT", 0)  # let the buffer go after each shard
+    flats = [(i * 3 + j, chunks[i, j]) for i, j in sorted(chunks)]
+    assert bytes(bound.pack_transient(iter(flats))) == expected  # grows from an index's size
+    assert getattr(scratch._local, "shard", None) is None  # above the limit: not kept
+    monkeypatch.setattr(scratch, "SCRATCH_LIMIT", 8 << 20)
+    assert bytes(bound.pack_transient(iter(flats))) == expected
+    assert bytes(bound.pack_transient(iter(flats))) == expected  # the kept buffer, reused
+    assert bound.pack_transient(iter([])) is None
+    decoded = chain.decode(expected)
+    for (i, j), data in chunks.items():
+        np.testing.assert_array_equal(decoded[4 * i:4 * i + 4, 3 * j:3 * j + 3],
+                                      bound.inner.decode(data))
+
+
+@pytest.mark.parametrize("location", ["start", "end"])
+def test_whole_shard_writes_assemble_in_the_thread(tmp_path, location):
+    chain = [{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": list(INNER), "codecs": CHAINS["blosc"][0], "index_location": location,
+        "index_codecs": INDEX_CODECS}}]
+    z = zarrkit.create(str(tmp_path / "a"), shape=SHAPE, dtype="uint16", chunks=SHARD,
+                       codecs=chain, fill_value=0)
+    data = _data("uint16")
+    data[:20, :30] = 0  # one whole shard of fill values: not stored
+    z[...] = data
+    assert z.store.get("c/0/0") is None
+    np.testing.assert_array_equal(z[...], data)
+    z[...] = data[::-1].copy()  # rewritten whole: no old bytes survive
+    np.testing.assert_array_equal(z[...], data[::-1])

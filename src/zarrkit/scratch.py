@@ -24,11 +24,24 @@ def scratch(size: int, slot: str = "buf") -> memoryview:
     it returned to the kernel, which is common for chunk-sized buffers in worker threads;
     reusing one buffer per thread touches its pages once.
     """
+    return whole_scratch(size, slot)[:size]
+
+
+def whole_scratch(size: int, slot: str = "buf") -> memoryview:
+    """All of this thread's scratch buffer `slot`, grown to at least `size` bytes."""
     buf = getattr(_local, slot, None)
     if buf is None or len(buf) < size:
         buf = bytearray(size)
         setattr(_local, slot, buf)
-    return memoryview(buf)[:size]
+    return memoryview(buf)
+
+
+def trim_scratch(slot: str) -> None:
+    """Let this thread's buffer `slot` go if it grew beyond SCRATCH_LIMIT (views of it that
+    are still in use keep it alive until they are dropped)."""
+    buf = getattr(_local, slot, None)
+    if buf is not None and len(buf) > SCRATCH_LIMIT:
+        delattr(_local, slot)
 
 
 def _madvise() -> object | None:

@@ -8,14 +8,14 @@ chunks, and `encode_shard` to write a shard from already-encoded inner chunks.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
 import numpy as np
 
 from ..errors import CodecError, CorruptDataError
 from ..kvstore.base import ByteRange
-from ..scratch import empty
+from ..scratch import empty, trim_scratch, whole_scratch
 from ._buffers import byte_view, nbytes
 from ._config import check_members, get_choice, get_list, get_shape
 from .base import ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
@@ -177,17 +177,46 @@ class ShardingCodec(ArrayBytesCodec):
         return self._pack([flats[i] for i in order], [buffers[i] for i in order])
 
     def _pack(self, flats: list[int], buffers: list[Buffer]) -> Buffer:
-        sizes = np.array([nbytes(b) for b in buffers], dtype=np.uint64)
-        start = self.index_nbytes if self.index_location == "start" else 0
-        offsets = np.cumsum(sizes, dtype=np.uint64) - sizes + np.uint64(start)
-        index = np.full((math.prod(self.chunks_per_shard), 2), EMPTY, dtype=np.uint64)
-        flats = np.asarray(flats, dtype=np.intp)  # type: ignore[assignment]
-        index[flats, 0] = offsets
-        index[flats, 1] = sizes
-        index_bytes = self.index.encode(index.reshape(self.chunks_per_shard + (2,)))
+        index_bytes = self._index_bytes(flats, [nbytes(b) for b in buffers])
         if self.index_location == "start":
             return b"".join([index_bytes, *buffers])
         return b"".join([*buffers, index_bytes])
+
+    def _index_bytes(self, flats: list[int], sizes: list[int]) -> Buffer:
+        """The encoded index of inner chunks laid out one after another in `flats` order."""
+        lengths = np.array(sizes, dtype=np.uint64)
+        start = self.index_nbytes if self.index_location == "start" else 0
+        offsets = np.cumsum(lengths, dtype=np.uint64) - lengths + np.uint64(start)
+        index = np.full((math.prod(self.chunks_per_shard), 2), EMPTY, dtype=np.uint64)
+        positions = np.asarray(flats, dtype=np.intp)
+        index[positions, 0] = offsets
+        index[positions, 1] = lengths
+        return self.index.encode(index.reshape(self.chunks_per_shard + (2,)))
+
+    def pack_transient(self, chunks: Iterable[tuple[int, Buffer]]) -> memoryview | None:
+        """A shard of the inner chunks (C-order position, encoded bytes) that `chunks` yields in
+        increasing position, assembled in this thread's scratch buffer: each chunk is copied in
+        before the next is asked for, so they may be transient too. The result is valid until
+        the thread's next call. None if `chunks` yields none."""
+        self._require_bound()
+        start = self.index_nbytes if self.index_location == "start" else 0
+        buf, pos, flats, sizes = whole_scratch(start + self.index_nbytes, "shard"), start, [], []
+        for flat, data in chunks:
+            n = nbytes(data)
+            if pos + n + self.index_nbytes > len(buf):  # grow, keeping what is assembled
+                grown = whole_scratch(max(2 * len(buf), pos + n + self.index_nbytes), "shard")
+                grown[:pos] = buf[:pos]
+                buf = grown
+            buf[pos:pos + n] = byte_view(data)
+            pos += n
+            flats.append(flat)
+            sizes.append(n)
+        trim_scratch("shard")
+        if not flats:
+            return None
+        at = 0 if start else pos
+        buf[at:at + self.index_nbytes] = byte_view(self._index_bytes(flats, sizes))
+        return buf[:pos + (0 if start else self.index_nbytes)]
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
         """Encode a whole shard. Inner chunks equal to the fill value are left out; if all are, the

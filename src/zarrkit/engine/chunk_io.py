@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -519,18 +519,36 @@ def _write_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
         (whole if complete else partial).append((shard, members))
     if len(whole) >= concurrency():  # a shard per task: encoding overlaps other shards' I/O
         _run(arr, bounded(arr.copy_limit,
-                          lambda g: _write_whole_shards(arr, sharding, [g], value, inline=True)),
-             whole)
+                          lambda g: _write_whole_shard(arr, sharding, g[0], g[1], value)), whole)
     else:  # few shards: their inner chunks are encoded in parallel
         _write_whole_shards(arr, sharding, whole, value)
     _run(arr, bounded(arr.copy_limit, lambda g: _update_shard(arr, sharding, g[0], g[1], value)),
          partial)
 
 
+def _write_whole_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
+                       members: list[Any], value: np.ndarray) -> None:
+    """A shard overwritten entirely, in this thread: each inner chunk is encoded (transient) and
+    copied into the shard's buffer before the next (`ShardingCodec.pack_transient`)."""
+    inner_shape, dtype, fill = sharding.chunk_shape, arr.dtype, arr.fill_value
+    strides = [math.prod(sharding.chunks_per_shard[d + 1:]) for d in range(len(inner_shape))]
+    ordered = sorted(((sum(c * s for c, s in zip(within, strides, strict=True)), p)
+                      for within, p in members), key=lambda item: item[0])
+
+    def encoded() -> Iterator[tuple[int, Buffer]]:
+        for flat, p in ordered:
+            chunk = _chunk_from_value(p, value[p.out_selection], inner_shape, dtype, fill)
+            data = _encoded(arr, sharding.inner, chunk, transient=True)
+            if data is not None:
+                yield flat, data
+
+    _replace(arr.store, arr.key(shard), sharding.pack_transient(encoded()))
+
+
 def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list[Any],
-                        value: np.ndarray, inline: bool = False) -> None:
-    """Shards overwritten entirely: encode every inner chunk (in parallel unless `inline`),
-    never read the old."""
+                        value: np.ndarray) -> None:
+    """Shards overwritten entirely, fewer than the threads: their inner chunks are encoded in
+    parallel; the old shards are never read."""
     inner_shape, dtype, fill = sharding.chunk_shape, arr.dtype, arr.fill_value
     jobs = [(si, within, p) for si, (_, members) in enumerate(shards) for within, p in members]
 
@@ -539,7 +557,7 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
         chunk = _chunk_from_value(p, value[p.out_selection], inner_shape, dtype, fill)
         return _encoded(arr, sharding.inner, chunk)
 
-    encoded = _run(arr, bounded(arr.copy_limit, encode), jobs, inline)
+    encoded = _run(arr, bounded(arr.copy_limit, encode), jobs)
     per_shard: list[dict[tuple[int, ...], Buffer]] = [{} for _ in shards]
     for (si, within, _), data in zip(jobs, encoded, strict=True):
         if data is not None:
@@ -548,7 +566,7 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
     def assemble(i: int) -> None:
         _replace(arr.store, arr.key(shards[i][0]), _shard_bytes(sharding, per_shard[i]))
 
-    _run(arr, bounded(arr.copy_limit, assemble), list(range(len(shards))), inline)
+    _run(arr, bounded(arr.copy_limit, assemble), list(range(len(shards))))
 
 
 def _shard_bytes(sharding: ShardingCodec, chunks: dict[tuple[int, ...], Buffer]) -> Buffer | None:
