@@ -4,6 +4,7 @@ chunks decoded straight into one buffer, c-blosc called directly, transient shar
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import pytest
@@ -268,10 +269,12 @@ def test_fault_in_keeps_every_dtype_whole(monkeypatch, dtype):
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux /proc needed to look")
-def test_reads_fall_back_to_small_pages_correctly(tmp_path, monkeypatch):
+@pytest.mark.parametrize("huge", [True, False])  # False: the kernel has huge pages turned off
+def test_reads_fall_back_to_small_pages_correctly(tmp_path, monkeypatch, huge):
     from zarrkit import scratch
 
     monkeypatch.setattr(scratch, "SLOW_HUGE_PAGE", -1.0)
+    monkeypatch.setattr(scratch, "_huge", huge)
     data = np.arange(2048 * 1536, dtype="uint32").reshape(2048, 1536)  # 12 MiB
     z = zarrkit.create(str(tmp_path / "a"), shape=data.shape, dtype=data.dtype, chunks=(512, 512))
     z[...] = data
@@ -421,3 +424,34 @@ def test_whole_shard_writes_assemble_in_the_thread(tmp_path, location):
     np.testing.assert_array_equal(z[...], data)
     z[...] = data[::-1].copy()  # rewritten whole: no old bytes survive
     np.testing.assert_array_equal(z[...], data[::-1])
+
+
+def _holey(path, sharded: bool, cached: bool) -> tuple[Any, np.ndarray]:
+    """A 2048 x 1536 float32 array (12 MiB, so reads fault in fresh pages) with fill value 7.5:
+    one chunk and (sharded) one whole shard missing."""
+    layout = zarrkit.ChunkLayout(read_chunk_shape=[128, 128], write_chunk_shape=[512, 512]) \
+        if sharded else zarrkit.ChunkLayout(chunk_shape=[256, 256])
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path)}}
+    a = zarrkit.open(spec, create=True, dtype="float32", shape=[2048, 1536], chunk_layout=layout,
+                     fill_value=7.5)
+    data = np.arange(2048 * 1536, dtype="float32").reshape(2048, 1536)
+    data[256:384, 128:256] = 7.5  # a chunk (inner chunk) of fill values: not stored
+    data[1024:1536, 512:1024] = 7.5 if sharded else data[1024:1536, 512:1024]
+    a[...] = data
+    if sharded:
+        assert a.store.get("c/2/1") is None  # the whole shard was left out
+    context = {"cache_pool": {"total_bytes_limit": 64 << 20}} if cached else None
+    return zarrkit.open(spec, context=context, recheck_cached_data=False), data
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+@pytest.mark.parametrize("cached", [False, True])
+@pytest.mark.parametrize("selection", [np.s_[...], np.s_[100:2000, 3:1500], np.s_[::3, 5:],
+                                       np.s_[[5, 300, 1100, 1300], :]])
+def test_missing_chunks_read_as_the_fill_value_on_every_path(tmp_path, sharded, cached,
+                                                             selection):
+    a, data = _holey(tmp_path / "a", sharded, cached)
+    for _ in range(2):  # the second read of a cached array is served from the cache
+        np.testing.assert_array_equal(a[selection], data[selection])
+    points = (np.array([300, 1200, 5]), np.array([200, 700, 9]))
+    np.testing.assert_array_equal(a.vindex[points], data[points])

@@ -134,7 +134,7 @@ def _chunk_from_value(p: ChunkProjection, region: np.ndarray, chunk_shape: tuple
 
 def read(arr: ChunkedArray, plan: Plan) -> np.ndarray:
     out = empty(plan.buffer_shape, arr.dtype, touch=False)
-    _prefill(out, arr.fill_value, arr.copy_limit)
+    _fault_in(out, arr.copy_limit)  # every element is written below: chunk data or fill value
     if plan.nitems:
         if arr.sharding is not None:
             _read_sharded(arr, arr.sharding, plan, out)
@@ -179,22 +179,16 @@ def _run(arr: ChunkedArray, fn: Callable[[Any], Any], items: list[Any],
     return run_all(fn, items, io_width(arr.store.io_concurrency))
 
 
-def _prefill(out: np.ndarray, fill: Any, limit: Any = None) -> None:
-    """Fill the output before any chunk lands in it. Missing chunks then need no copy, and the
-    fresh pages are faulted in by sequential runs, several threads at once, rather than chunk row
-    by chunk row, which costs several times more on virtual machines."""
+def _fault_in(out: np.ndarray, limit: Any = None) -> None:
+    """Fault in a large output's fresh pages in sequential runs, several threads at once
+    (`scratch.fault_in`): chunk row by chunk row, as the chunks land, costs several times more
+    on virtual machines."""
     flat = out.reshape(-1)
     if flat.nbytes < 1 << 22:
-        flat[...] = fill
         return
     runs = 2 * concurrency()
     bounds = [flat.size * i // runs for i in range(runs + 1)]
-
-    def fill_run(i: int) -> None:
-        fault_in(flat[bounds[i]:bounds[i + 1]])
-        flat[bounds[i]:bounds[i + 1]] = fill
-
-    run_all(bounded(limit, fill_run), range(runs))
+    run_all(bounded(limit, lambda i: fault_in(flat[bounds[i]:bounds[i + 1]])), range(runs))
 
 
 def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
@@ -207,9 +201,9 @@ def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
     def task(p: ChunkProjection) -> None:
         key = key_of(p.coords)
         chunk = load(key, p) if cache is None else cache.load(key, None, lambda: load(key))
-        if chunk is not None:  # missing chunks are already the fill value
-            out[p.out_selection] = chunk[p.chunk_selection]
+        out[p.out_selection] = fill if chunk is None else chunk[p.chunk_selection]
 
+    fill = arr.fill_value
     _run(arr, bounded(arr.copy_limit, task), list(plan), _small(arr, plan))
 
 
@@ -240,7 +234,7 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
                   out: np.ndarray) -> None:
     cps = sharding.chunks_per_shard
     groups = _shard_groups(plan, cps)
-    inner, cache = sharding.inner, arr.cache
+    inner, cache, fill = sharding.inner, arr.cache, arr.fill_value
     if cache is None and inner.decodes_into and not plan.is_points:
         groups = _read_boxes(arr, sharding, groups, out, _small(arr, plan))
     tokens: dict[tuple[int, ...], Any] = {}  # cache tokens of the inner chunks fetched
@@ -253,8 +247,7 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
             chunk = None if data is None else decode_chunk(inner, data, key, cache is None, p)
             if cache is not None:
                 cache.store(key, p.coords, chunk, tokens[p.coords])
-        if chunk is not None:  # missing inner chunks are already the fill value
-            out[p.out_selection] = chunk[p.chunk_selection]
+        out[p.out_selection] = fill if chunk is None else chunk[p.chunk_selection]
 
     def fetch(group: tuple[tuple[int, ...], Any]) -> list[Any]:
         members = _members(group[0], group[1], cps)
@@ -329,7 +322,9 @@ def _read_boxes(arr: ChunkedArray, sharding: ShardingCodec, groups: list[Any], o
     slabs = [(arr.key(shard), index, slab)
              for (shard, box, rows), index in zip(boxes, indexes, strict=True) if index is not None
              for slab in _slabs(sharding, shard, box, rows)]
-    # (A missing shard's box reads as the fill value, already in `out`.)
+    for (_, box, _), index in zip(boxes, indexes, strict=True):
+        if index is None:  # a missing shard
+            out[box[2]] = arr.fill_value
     _run(arr, bounded(limit, lambda s: _read_slab(arr, sharding, *s, out)), slabs, inline)
     return rest
 
