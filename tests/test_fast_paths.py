@@ -283,10 +283,12 @@ def test_reads_fall_back_to_small_pages_correctly(tmp_path, monkeypatch, huge):
     assert np.array_equal(z[...], data)
 
 
-@pytest.mark.parametrize("shards", [None, (40, 42)])
+@pytest.mark.parametrize("shards", [None, (400, 420)])
 def test_zstd_partial_decodes_stop_after_the_rows_read(tmp_path, monkeypatch, shards):
-    data = (np.arange(80 * 84, dtype="uint32").reshape(80, 84) * 2654435761 % 1000).astype("uint32")
-    a = zarrkit.create(str(tmp_path / "a"), shape=data.shape, dtype="uint32", chunks=(20, 21),
+    data = (np.arange(400 * 420, dtype="uint32").reshape(400, 420) * 2654435761 % 1000
+            ).astype("uint32")
+    a = zarrkit.create(str(tmp_path / "a"), shape=data.shape, dtype="uint32",
+                       chunks=(200, 210),  # 164 KiB: two zstd blocks
                        shards=shards, codecs=[{"name": "bytes"}, {"name": "zstd"}])
     a[...] = data
     stops = []
@@ -297,32 +299,38 @@ def test_zstd_partial_decodes_stop_after_the_rows_read(tmp_path, monkeypatch, sh
         stops.append(None if got is None else nbytes)
         return got
     monkeypatch.setattr(CodecChain, "decode_prefix_transient", counting)
-    for sel in (np.s_[0:5, 3:50], np.s_[21:23, :], np.s_[7, 10:70], np.s_[9:2:-3, ::5],
-                np.s_[:, 4], np.s_[25:79, 1:83]):
+    for sel in (np.s_[0:5, 3:50], np.s_[201:203, :], np.s_[7, 10:370], np.s_[9:2:-3, ::5],
+                np.s_[:, 4], np.s_[225:299, 1:383]):
         np.testing.assert_array_equal(a[sel], data[sel], err_msg=str(sel))
     assert stops and all(s is not None for s in stops)
-    assert 5 * 21 * 4 in stops and 8 * 21 * 4 in stops  # rows 0-4; and rows 0-7 for row 7
+    assert 5 * 210 * 4 in stops and 8 * 210 * 4 in stops  # rows 0-4; and rows 0-7 for row 7
+    stops.clear()
+    np.testing.assert_array_equal(a[150:160, 7:9], data[150:160, 7:9])
+    assert stops == [None]  # 160 of 200 rows: decoded whole, which is faster
 
 
 def test_zstd_decode_prefix_checks_what_it_decodes():
     from zarrkit.codecs.zstd import ZstdCodec
 
-    spec = ChunkSpec((1000,), np.dtype("uint32"), np.uint32(0))
-    data = (np.arange(1000, dtype="uint32") * 7919 % 5000).astype("uint32")
+    spec = ChunkSpec((50000,), np.dtype("uint32"), np.uint32(0))
+    data = (np.arange(50000, dtype="uint32") * 7919 % 5000).astype("uint32")
     raw = memoryview(data.view(np.uint8))
-    dest = memoryview(bytearray(4000))
+    dest = memoryview(bytearray(200000))
     frame = bytes(ZstdCodec(3).encode(raw, spec))
-    assert ZstdCodec().decode_prefix(frame, spec, 4000, 1200, dest)
-    assert bytes(dest[:1200]) == bytes(raw[:1200])
-    assert not ZstdCodec().decode_prefix(frame, spec, 4000, 4000, dest)  # all of it: decode whole
+    assert ZstdCodec().decode_prefix(frame, spec, 200000, 12000, dest)
+    assert bytes(dest[:12000]) == bytes(raw[:12000])
+    assert not ZstdCodec().decode_prefix(frame, spec, 200000, 200000, dest)  # all: decode whole
+    assert not ZstdCodec().decode_prefix(frame, spec, 200000, 150000, dest)  # most: whole too
+    small = bytes(ZstdCodec(3).encode(raw[:4000], spec))
+    assert not ZstdCodec().decode_prefix(small, spec, 4000, 1200, dest)  # one block: whole
     checked = bytes(ZstdCodec(3, checksum=True).encode(raw, spec))
-    assert not ZstdCodec().decode_prefix(checked, spec, 4000, 1200, dest)  # a checksum to verify
+    assert not ZstdCodec().decode_prefix(checked, spec, 200000, 12000, dest)  # a checksum
     import zstandard
 
     unsized = zstandard.ZstdCompressor(write_content_size=False).compress(bytes(raw))
-    assert not ZstdCodec().decode_prefix(unsized, spec, 4000, 1200, dest)
+    assert not ZstdCodec().decode_prefix(unsized, spec, 200000, 12000, dest)
     with pytest.raises(CorruptDataError):
-        ZstdCodec().decode_prefix(frame[:20], spec, 4000, 3000, dest)
+        ZstdCodec().decode_prefix(frame[:20], spec, 200000, 30000, dest)
 
 
 def _peak_threads(width: int) -> int:
