@@ -8,6 +8,7 @@ representation a codec hands to the next one, so a chain can be checked before a
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
@@ -31,7 +32,7 @@ class ChunkSpec:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
     def with_shape(self, shape: tuple[int, ...]) -> ChunkSpec:
         return ChunkSpec(tuple(shape), self.dtype, self.fill_value)
