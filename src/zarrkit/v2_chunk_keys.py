@@ -61,12 +61,14 @@ class SeparatorGuard(KvStore):
 
     def get_many(self, requests: Sequence[tuple[str, ByteRange | None]]
                  ) -> list[Buffer | None]:
-        values = self.inner.get_many(requests)
-        return [self._seen(k, v) for (k, _), v in zip(requests, values, strict=True)]
+        return self._all_seen(requests, self.inner.get_many(requests))
 
     def get_many_transient(self, requests: Sequence[tuple[str, ByteRange | None]]
                            ) -> list[Buffer | None]:
-        values = self.inner.get_many_transient(requests)
+        return self._all_seen(requests, self.inner.get_many_transient(requests))
+
+    def _all_seen(self, requests: Sequence[tuple[str, ByteRange | None]],
+                  values: list[Buffer | None]) -> list[Buffer | None]:
         return [self._seen(k, v) for (k, _), v in zip(requests, values, strict=True)]
 
     def exists(self, key: str) -> bool:

@@ -170,11 +170,17 @@ class ShardingCodec(ArrayBytesCodec):
         for coords in chunks:
             if len(coords) != len(per_shard) or not all(0 <= c < n for c, n in zip(coords, per_shard, strict=True)):
                 raise ValueError(f"inner chunk {coords} is outside a shard of {per_shard} inner chunks")
-        flats = np.ravel_multi_index(tuple(np.array(list(chunks), dtype=np.intp).T), per_shard).tolist() \
-            if per_shard else [0] * len(chunks)
+        flats = self.positions(list(chunks))
         order = sorted(range(len(flats)), key=flats.__getitem__)
         buffers = list(chunks.values())
         return self._pack([flats[i] for i in order], [buffers[i] for i in order])
+
+    def positions(self, coords: list[tuple[int, ...]]) -> list[int]:
+        """The C-order positions within the shard of inner chunks at `coords`."""
+        if not self.chunks_per_shard or not coords:
+            return [0] * len(coords)
+        grid = tuple(np.array(coords, dtype=np.intp).T)
+        return np.ravel_multi_index(grid, self.chunks_per_shard).tolist()
 
     def _pack(self, flats: list[int], buffers: list[Buffer]) -> Buffer:
         index_bytes = self._index_bytes(flats, [nbytes(b) for b in buffers])

@@ -526,9 +526,8 @@ def _write_whole_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[
     """A shard overwritten entirely, in this thread: each inner chunk is encoded (transient) and
     copied into the shard's buffer before the next (`ShardingCodec.pack_transient`)."""
     inner_shape, dtype, fill = sharding.chunk_shape, arr.dtype, arr.fill_value
-    strides = [math.prod(sharding.chunks_per_shard[d + 1:]) for d in range(len(inner_shape))]
-    ordered = sorted(((sum(c * s for c, s in zip(within, strides, strict=True)), p)
-                      for within, p in members), key=lambda item: item[0])
+    flats = sharding.positions([within for within, _ in members])
+    ordered = sorted(zip(flats, (p for _, p in members), strict=True), key=lambda item: item[0])
 
     def encoded() -> Iterator[tuple[int, Buffer]]:
         for flat, p in ordered:
