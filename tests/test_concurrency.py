@@ -318,6 +318,40 @@ def test_locking_every_chunk_keeps_no_lock_per_chunk(tmp_path):
         assert os.listdir(tmp_path / "a.zarr" / ".zarrkit-locks") == ["keys.lock"]
 
 
+class _NoWholeWriteLocks(MemoryStore):
+    """A store whose whole-value replacements need no lock (like object stores): counts the
+    exclusive locks taken."""
+
+    lock_whole_writes = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.locked: list[str] = []
+
+    def lock(self, key):
+        self.locked.append(key)
+        return super().lock(key)
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_whole_chunk_writes_take_no_lock_where_the_store_says_so(zarr_format):
+    """Also for v2 arrays, whose chunks go through the dimension separator guard."""
+    store = _NoWholeWriteLocks()
+    a = zarrkit.create(store, shape=(8, 8), dtype="uint8", chunks=(4, 4), fill_value=0,
+                       zarr_format=zarr_format)
+    store.locked.clear()
+    a[...] = 1
+    a[:4, :4] = 0  # a whole chunk of fill value: deleted, still without a lock
+    assert store.locked == []
+    a[1:3, 5:6] = 2  # a partial write is a read-modify-write: locked
+    assert len(store.locked) == 1
+    expected = np.ones((8, 8), "uint8")
+    expected[:4, :4] = 0
+    expected[1:3, 5:6] = 2
+    np.testing.assert_array_equal(a[...], expected)
+    assert sum(k.endswith(("0.0", "0/0")) for k in store.list_prefix("")) == 0
+
+
 @pytest.mark.parametrize("kind", ["memory", "file"])
 def test_shared_locks_coexist_and_exclude_the_exclusive_one(tmp_path, kind):
     store = MemoryStore() if kind == "memory" else FileStore(str(tmp_path / "l.zarr"))

@@ -191,6 +191,34 @@ def test_delete_prefix(store):
     assert bytes(store.get("again")) == b"1"
 
 
+def test_replace_sets_and_deletes(store):
+    store.replace("d/k", b"one")
+    assert bytes(store.get("d/k")) == b"one"
+    store.replace("d/k", memoryview(b"second value"))
+    assert bytes(store.get("d/k")) == b"second value"
+    store.replace("d/k", None)
+    assert store.get("d/k") is None
+    store.replace("d/k", None)  # deleting a missing key is no error
+    assert list(store.list_prefix("")) == []
+
+
+def test_replace_waits_for_the_key_lock(store):
+    store.set("k", b"old")
+    done = threading.Event()
+
+    def other() -> None:
+        store.replace("k", b"new")
+        done.set()
+    with store.lock("k"):
+        t = threading.Thread(target=other)
+        t.start()
+        assert not done.wait(0.2)
+        assert bytes(store.get("k")) == b"old"
+    assert done.wait(10)
+    t.join()
+    assert bytes(store.get("k")) == b"new"
+
+
 BAD_KEYS = ["", "/abs", "a/../b", "..", "../x", "./a", "a//b", "a/", "a\\b", "nul\x00", "C:/x"]
 
 
@@ -206,6 +234,8 @@ def test_invalid_keys_refused(store, key):
         store.exists(key)
     with pytest.raises(InvalidKeyError):
         store.get_many([(key, None)])
+    with pytest.raises(InvalidKeyError):
+        store.replace(key, b"x")
     assert list(store.list_prefix("")) == []
 
 
@@ -225,7 +255,8 @@ def test_read_only(factory, store):
     assert ro.read_only
     for write in (lambda: ro.set("a/b", b"new"), lambda: ro.set("new", b"x"),
                   lambda: ro.delete("a/b"), lambda: ro.delete_prefix(""),
-                  lambda: ro.delete_prefix("a/")):
+                  lambda: ro.delete_prefix("a/"), lambda: ro.replace("a/b", b"new"),
+                  lambda: ro.replace("a/b", None)):
         with pytest.raises(ReadOnlyError):
             write()
     assert bytes(ro.get("a/b")) == b"data"

@@ -26,6 +26,12 @@ def store(root):
     return FileStore(root)
 
 
+@pytest.fixture(params=["set", "replace"])
+def put(request, store):
+    """Each way a whole value is written: `set`, and `replace` (which also takes the lock)."""
+    return getattr(store, request.param)
+
+
 @pytest.fixture(params=["openat2", "proc-fd", "realpath"])
 def strategy(request, monkeypatch):
     """Each way the store can check that a path stays inside the root."""
@@ -54,6 +60,11 @@ def _tree(path) -> list[str]:
         for name in dirnames + filenames:
             found.append(os.path.relpath(os.path.join(dirpath, name), path))
     return sorted(found)
+
+
+def _data_tree(path) -> list[str]:
+    """`_tree` without the lock files (made by `replace`, which locks)."""
+    return [p for p in _tree(path) if not p.startswith(".zarrkit-locks")]
 
 
 # -- layout --------------------------------------------------------------------------------
@@ -92,16 +103,20 @@ def test_writing_over_a_directory_fails_cleanly(store, root):
     assert _tree(root) == ["a", "a/b"]
 
 
-def test_writing_below_a_value_fails_cleanly(store, root):
+def test_writing_below_a_value_fails_cleanly(store, root, put):
     store.set("a", b"1")
     with pytest.raises(StoreError):
-        store.set("a/b", b"x")
-    assert _tree(root) == ["a"]
+        put("a/b", b"x")
+    assert _data_tree(root) == ["a"]
 
 
-def test_lock_dir_is_reserved(store):
+def test_lock_dir_is_reserved(store, put):
     with pytest.raises(InvalidKeyError):
-        store.set(".zarrkit-locks/x", b"1")
+        put(".zarrkit-locks/x", b"1")
+    with pytest.raises(InvalidKeyError):
+        store.delete(".zarrkit-locks/keys.lock")
+    with pytest.raises(InvalidKeyError):
+        store.replace(".zarrkit-locks/keys.lock", None)
     with pytest.raises(InvalidKeyError):
         store.get(".zarrkit-locks")
     store.set(".zarrkit-locksmith", b"ok")  # only the exact segment is reserved
@@ -148,10 +163,10 @@ def test_directory_symlink_outside_refused_for_reads(store, dir_link, outside, s
         store.size("link/secret")
 
 
-def test_directory_symlink_outside_refused_for_writes(store, dir_link, outside, strategy):
+def test_directory_symlink_outside_refused_for_writes(store, dir_link, outside, strategy, put):
     for key in ("link/new", "link/secret", "link/deep/er/new"):
         with pytest.raises(InvalidKeyError):
-            store.set(key, b"pwned")
+            put(key, b"pwned")
     with pytest.raises(InvalidKeyError):
         store.delete("link/secret")
     with pytest.raises(InvalidKeyError):
@@ -168,24 +183,24 @@ def test_directory_symlink_outside_hidden_from_listing(store, dir_link, strategy
         list(store.list_prefix("link/"))
 
 
-def test_file_symlink_outside_refused(store, root, outside, strategy):
+def test_file_symlink_outside_refused(store, root, outside, strategy, put):
     root.mkdir()
     os.symlink(outside / "secret", root / "alias")
     with pytest.raises(InvalidKeyError):
         store.get("alias")
     assert list(store.list_prefix("")) == []
-    store.set("alias", b"replaced")  # replaces the link itself, never writes through it
+    put("alias", b"replaced")  # replaces the link itself, never writes through it
     assert (outside / "secret").read_bytes() == b"secret"
     assert store.get("alias") == b"replaced"
 
 
-def test_symlinks_inside_root_are_followed(store, root, strategy):
+def test_symlinks_inside_root_are_followed(store, root, strategy, put):
     store.set("real/x", b"1")
     os.symlink(root / "real", root / "alias")
     os.symlink("real/x", root / "xlink")  # relative link
     assert store.get("alias/x") == b"1"
     assert store.get("xlink") == b"1"
-    store.set("alias/y", b"2")
+    put("alias/y", b"2")
     assert (root / "real" / "y").read_bytes() == b"2"
     assert sorted(store.list_prefix("")) == ["alias/x", "alias/y", "real/x", "real/y", "xlink"]
 
@@ -208,7 +223,8 @@ def _failing(exc_type):
     ("replace", OSError), ("replace", KeyboardInterrupt), ("write", OSError),
     ("close", OSError),
 ])
-def test_failed_write_keeps_old_value_and_no_temp(store, root, monkeypatch, target, exc_type):
+def test_failed_write_keeps_old_value_and_no_temp(store, root, monkeypatch, target, exc_type,
+                                                  strategy, put):
     store.set("d/k", b"old value")
     if target == "write":
         real_write = os.write
@@ -229,25 +245,36 @@ def test_failed_write_keeps_old_value_and_no_temp(store, root, monkeypatch, targ
     else:
         monkeypatch.setattr(os, target, _failing(exc_type))
     with pytest.raises(exc_type):
-        store.set("d/k", b"new value that must not appear")
+        put("d/k", b"new value that must not appear")
     monkeypatch.undo()
     assert store.get("d/k") == b"old value"
-    assert _tree(root) == ["d", "d/k"]
+    assert _data_tree(root) == ["d", "d/k"]
 
 
-def test_failed_first_write_leaves_no_file(store, root, monkeypatch):
+def test_failed_first_write_leaves_no_file(store, root, monkeypatch, strategy, put):
     monkeypatch.setattr(os, "replace", _failing(OSError))
     with pytest.raises(OSError):
-        store.set("k", b"v")
+        put("k", b"v")
     monkeypatch.undo()
     assert store.get("k") is None
-    assert [n for n in os.listdir(root)] == []
+    assert _data_tree(root) == []
 
 
-def test_write_errors_are_store_errors_naming_the_key(store, monkeypatch):
+def test_write_errors_are_store_errors_naming_the_key(store, monkeypatch, strategy, put):
     monkeypatch.setattr(os, "replace", _failing(PermissionError))
     with pytest.raises(StoreError, match="'some/key'"):
-        store.set("some/key", b"v")
+        put("some/key", b"v")
+
+
+def test_new_files_get_the_usual_permissions(store, root, strategy, put):
+    umask = os.umask(0o022)
+    try:
+        put("a/b/c", b"v")
+        put("top", b"v")
+    finally:
+        os.umask(umask)
+    for path in (root / "a" / "b" / "c", root / "top"):
+        assert os.stat(path).st_mode & 0o777 == 0o644
 
 
 def test_temp_files_hidden_but_dot_keys_listed(store, root):

@@ -27,8 +27,8 @@ class SeparatorGuard(KvStore):
         super().__init__(read_only=inner.read_only)
         self.inner = inner
         self.driver = inner.driver
-        self.io_concurrency = getattr(inner, "io_concurrency", 0)
         self.io_concurrency = inner.io_concurrency
+        self.lock_whole_writes = inner.lock_whole_writes
         self._prefix = prefix
         self._separator = separator
         self._declared = declared  # whether .zarray states the separator or it is the default
@@ -85,6 +85,9 @@ class SeparatorGuard(KvStore):
 
     def set_many(self, items: Iterable[tuple[str, Buffer]]) -> None:
         self.inner.set_many(items)
+
+    def replace(self, key: str, value: Buffer | None) -> None:
+        self.inner.replace(key, value)
 
     def delete(self, key: str) -> None:
         self.inner.delete(key)

@@ -469,22 +469,11 @@ def _put(store: KvStore, key: str, data: Buffer | None) -> None:
         store.set(key, data)
 
 
-def _replace(store: KvStore, key: str, data: Buffer | None) -> None:
-    """Store a whole new value (encoded outside the lock). Holding the key's lock for the store
-    step keeps a concurrent read-modify-write of the key from writing back what it read before
-    this replacement, which would undo it (docs/concurrency.md)."""
-    if not store.lock_whole_writes:
-        _put(store, key, data)
-        return
-    with store.lock(key):
-        _put(store, key, data)
-
-
 def _write_chunk(arr: ChunkedArray, p: ChunkProjection, region: np.ndarray) -> None:
     key = arr.key(p.coords)
     if p.complete:  # nothing of the old chunk survives: no read
         chunk = _chunk_from_value(p, region, arr.chunk_shape, arr.dtype, arr.fill_value)
-        _replace(arr.store, key, _encoded(arr, arr.chain, chunk, transient=True))
+        arr.store.replace(key, _encoded(arr, arr.chain, chunk, transient=True))
         return
     with arr.store.lock(key):
         chunk = _merged(arr.chain, arr.store.get(key), key, p, region, arr.chunk_shape,
@@ -536,7 +525,7 @@ def _write_whole_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[
             if data is not None:
                 yield flat, data
 
-    _replace(arr.store, arr.key(shard), sharding.pack_transient(encoded()))
+    arr.store.replace(arr.key(shard), sharding.pack_transient(encoded()))
 
 
 def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list[Any],
@@ -558,7 +547,7 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
             per_shard[si][within] = data
 
     def assemble(i: int) -> None:
-        _replace(arr.store, arr.key(shards[i][0]), _shard_bytes(sharding, per_shard[i]))
+        arr.store.replace(arr.key(shards[i][0]), _shard_bytes(sharding, per_shard[i]))
 
     _run(arr, bounded(arr.copy_limit, assemble), list(range(len(shards))))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,6 +170,16 @@ class KvStore(ABC):
     def set(self, key: str, value: Buffer) -> None:
         self._check_writable(key)
         self._set(validate_key(key), value)
+
+    def replace(self, key: str, value: Buffer | None) -> None:
+        """Store a whole new value for `key` (None: delete it), under `lock(key)` when
+        `lock_whole_writes`, so that a concurrent read-modify-write of the key cannot write
+        back what it read before, which would undo this (docs/concurrency.md)."""
+        with self.lock(key) if self.lock_whole_writes else nullcontext():
+            if value is None:
+                self.delete(key)
+            else:
+                self.set(key, value)
 
     def set_many(self, items: Iterable[tuple[str, Buffer]]) -> None:
         for key, value in items:
