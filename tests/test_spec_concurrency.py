@@ -20,12 +20,13 @@ class _Gauge:
     """Wraps callables; `peak` is the most calls seen inside them at the same time."""
 
     def __init__(self) -> None:
-        self.inside = self.peak = 0
+        self.inside = self.peak = self.calls = 0
         self._lock = threading.Lock()
 
     def wrap(self, fn):
         def run(*args, **kwargs):
             with self._lock:
+                self.calls += 1
                 self.inside += 1
                 self.peak = max(self.peak, self.inside)
             try:
@@ -121,6 +122,7 @@ def test_file_io_concurrency_bounds_store_io(tmp_path, where):
         a = zarrkit.open({"driver": "zarr3", "kvstore": kv})
     gauge = _io_gauge(a)
     a[...] = 3
+    assert gauge.calls >= 64  # all 64 chunk writes went through the bounded store
     assert (a[...] == 3).all()
     assert gauge.peak == 1
 

@@ -85,3 +85,8 @@ class LimitedStore:
     def delete(self, key: str) -> None:
         with slot(self._limit):
             self._store.delete(key)
+
+    def replace(self, key: str, value: Buffer | None) -> None:
+        # KvStore's: the key's lock first, then `set`/`delete` above take the slot, the order of
+        # read-modify-writes (a slot held while waiting for a lock could deadlock with one).
+        KvStore.replace(self, key, value)  # type: ignore[arg-type]
