@@ -160,8 +160,8 @@ class CodecChain:
                 return None
         except ZarrkitError:
             raise
-        except Exception as e:  # a codec library's own error: the stored bytes are bad
-            raise CorruptDataError(f"cannot decode chunk: {type(e).__name__}: {e}") from e
+        except Exception as e:
+            raise _library_error(e) from e
         return np.frombuffer(dest, self.spec.dtype).reshape(self.spec.shape)
 
     @property
@@ -183,8 +183,8 @@ class CodecChain:
                 dest[:] = byte_view(data)
         except ZarrkitError:
             raise
-        except Exception as e:  # a codec library's own error: the stored bytes are bad
-            raise CorruptDataError(f"cannot decode chunk: {type(e).__name__}: {e}") from e
+        except Exception as e:
+            raise _library_error(e) from e
 
     def _decode_bytes(self, data: Buffer, dest: memoryview | None) -> Buffer:
         """The bytes->bytes codecs undone, the last of them into `dest` when it can."""
@@ -200,8 +200,8 @@ class CodecChain:
                 array = decode(array)
         except ZarrkitError:
             raise
-        except Exception as e:  # a codec library's own error: the stored bytes are bad
-            raise CorruptDataError(f"cannot decode chunk: {type(e).__name__}: {e}") from e
+        except Exception as e:
+            raise _library_error(e) from e
         return array
 
     def encoded_size(self) -> int | None:
@@ -213,3 +213,8 @@ class CodecChain:
 
     def __repr__(self) -> str:
         return f"CodecChain({self.to_json()!r}, shape={self.spec.shape}, dtype={self.spec.dtype})"
+
+
+def _library_error(e: Exception) -> CorruptDataError:
+    """A codec library's own error while decoding: the stored bytes are bad."""
+    return CorruptDataError(f"cannot decode chunk: {type(e).__name__}: {e}")
