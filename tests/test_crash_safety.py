@@ -239,8 +239,11 @@ def test_killed_metadata_writers_leave_valid_documents(tmp_path, zygote):
             stats["invalid_documents"] += 1
             print("invalid:", e)
             break
-        if not _meta_keys_ok(observed, state, _meta_apply(state, meta_op(iteration, done))):
+        new = _meta_apply(state, meta_op(iteration, done))
+        if not _meta_keys_ok(observed, state, new):
             stats["documents_neither_old_nor_new"] += 1
+            print(f"neither old nor new after kill {iteration} ({done} writes done, next "
+                  f"{meta_op(iteration, done)}): observed {observed}, old {state}, new {new}")
         state = observed
     stats["temp_files_left"] = _temp_files(root)
     print(f"\ncrash safety [metadata]: {dict(stats)}")

@@ -486,29 +486,6 @@ def test_lock_excludes_threads_and_processes_together(store, root):
     assert store.get("counter") == b"250"
 
 
-def _increment_with(store: FileStore, count: int) -> None:
-    for _ in range(count):
-        with store.lock("counter"):
-            value = int(store.get("counter"))
-            time.sleep(0.0002)
-            store.set("counter", str(value + 1).encode())
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_forked_child_locks_through_its_own_description(store):
-    """A child forked after the parent locked uses the same store object: its locks must still
-    exclude the parent's (an inherited lock description would be shared with the parent)."""
-    store.set("counter", b"0")
-    with store.lock("counter"):  # the parent's description is open before the fork
-        pass
-    proc = multiprocessing.get_context("fork").Process(target=_increment_with, args=(store, 50))
-    proc.start()
-    _increment_with(store, 50)
-    proc.join(120)
-    assert proc.exitcode == 0
-    assert store.get("counter") == b"100"
-
-
 def test_lock_is_hidden_and_released(store, root):
     with store.lock("a/b"):
         assert (root / ".zarrkit-locks").is_dir()

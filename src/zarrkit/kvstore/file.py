@@ -31,7 +31,6 @@ import errno
 import fcntl
 import hashlib
 import os
-import random
 import re
 import stat
 import struct
@@ -76,9 +75,8 @@ def _is_temp_name(name: str) -> bool:
 
 
 def _temp_name(name: str) -> str:
-    # Truncate so the temp name stays under NAME_MAX even for long key segments. `random` is
-    # seeded from the OS and reseeded in forked children; a system call per name cost more.
-    return f".{name[:64]}.{random.getrandbits(64):016x}{_TEMP_SUFFIX}"
+    # Truncate so the temp name stays under NAME_MAX even for long key segments.
+    return f".{name[:64]}.{os.urandom(8).hex()}{_TEMP_SUFFIX}"
 
 
 def _write_all(fd: int, value: Buffer) -> None:
@@ -372,32 +370,12 @@ class FileStore(KvStore):
 
     # -- writing -----------------------------------------------------------------------------
     def _open_parent(self, key: str) -> tuple[int | None, str, str]:
-        """(descriptor or None if missing, path, name) of the directory that holds `key` (which
-        the caller checked with `_path`)."""
-        parent, _, name = (self._base + key).rpartition("/")
+        """(descriptor or None if missing, path, name) of the directory that holds `key`."""
+        parent, _, name = self._path(key).rpartition("/")
         rel = key.rpartition("/")[0]
         return self._open_in_root(rel, parent, _DIR_FLAGS, key, allow_root=True), parent, name
 
-    def set(self, key: str, value: Buffer) -> None:
-        self._check_writable(key)
-        self._set(key, value)  # validates the key once, in `_path`
-
-    def replace(self, key: str, value: Buffer | None) -> None:
-        # One key check for the lock and the write (the engine's hot path for whole chunks).
-        if value is None:
-            super().replace(key, value)
-            return
-        self._check_writable(key)
-        self._path(key)
-        with _KeyLock(self, key):
-            self._write(key, value)
-
     def _set(self, key: str, value: Buffer) -> None:
-        self._path(key)
-        self._write(key, value)
-
-    def _write(self, key: str, value: Buffer) -> None:
-        """`_set` for a key already checked."""
         try:
             for _ in range(_WRITE_ATTEMPTS):
                 dir_fd, parent, name = self._open_parent(key)
@@ -446,7 +424,6 @@ class FileStore(KvStore):
         return True
 
     def _delete(self, key: str) -> None:
-        self._path(key)
         try:
             dir_fd, parent, name = self._open_parent(key)
             if dir_fd is None:
@@ -575,19 +552,8 @@ def _lock_descriptor(fd: int, offset: int, shared: bool) -> None:
     fcntl.fcntl(fd, _OFD_SETLKW, _FLOCK.pack(kind, os.SEEK_SET, offset, 1, 0))
 
 
-_pid = os.getpid()  # this process's id, kept current in forked children without a system call
-
-
-def _forked() -> None:
-    global _pid
-    _pid = os.getpid()
-
-
-os.register_at_fork(after_in_child=_forked)
-
-
 def _close_in(fd: int, pid: int) -> None:
-    if _pid == pid:  # a forked child must not close a number it did not open
+    if os.getpid() == pid:  # a forked child must not close a number it did not open
         os.close(fd)
 
 
@@ -607,12 +573,12 @@ class _ProcessLockFile:
 
     def descriptor(self) -> int:
         fd, pid = self._state
-        if pid == _pid:
+        if pid == os.getpid():
             return fd
         with self._guard:
             fd, pid = self._state
-            if pid != _pid:
-                fd, pid = self._store._open_lock_file(""), _pid
+            if pid != os.getpid():
+                fd, pid = self._store._open_lock_file(""), os.getpid()
                 weakref.finalize(self, _close_in, fd, pid)
                 self._state = (fd, pid)
         return fd
@@ -621,24 +587,22 @@ class _ProcessLockFile:
 class _KeyLock:
     """Holds the per-key thread lock, then the key's lock between processes."""
 
-    __slots__ = ("_store", "_key", "_shared", "_fd", "_own_fd", "_offset")
-
     def __init__(self, store: FileStore, key: str, shared: bool = False) -> None:
         self._store = store
         self._key = key
         self._shared = shared
+        self._thread_lock: Any = (KvStore.lock_shared if shared else KvStore.lock)(store, key)
         self._fd = -1
         # Shared locks (and flock) need a description of their own; see _ProcessLockFile.
         self._own_fd = shared or _OFD_SETLKW is None
         self._offset = 0 if _OFD_SETLKW is None else _range_offset(key)
 
     def __enter__(self) -> _KeyLock:
-        threads = self._store._key_locks
-        threads.acquire(self._key, self._shared)
+        self._thread_lock.acquire()
         try:
             self._fd = self._lock()
         except BaseException:
-            threads.release(self._key, self._shared)
+            self._thread_lock.release()
             raise
         return self
 
@@ -664,4 +628,4 @@ class _KeyLock:
                 fcntl.fcntl(fd, fcntl.F_OFD_SETLK,
                             _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, self._offset, 1, 0))
         finally:
-            self._store._key_locks.release(self._key, self._shared)
+            self._thread_lock.release()
