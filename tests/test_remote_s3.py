@@ -68,6 +68,14 @@ def test_get_set_ranges(store):
     assert store.get("empty") == b"" or bytes(store.get("empty")) == b""
 
 
+def test_replace_sets_and_deletes_without_a_lease(store):
+    store.replace("r/k", b"value")
+    assert bytes(store.get("r/k")) == b"value"
+    store.replace("r/k", None)  # whole-value writes take no lease on object stores
+    assert store.get("r/k") is None
+    assert list(store.list_prefix("")) == []
+
+
 def test_get_many_batches_keys_and_ranges(store):
     for i in range(20):
         store.set(f"k/{i}", bytes([i]) * 100)
