@@ -510,18 +510,24 @@ def _write_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
          partial)
 
 
+def _encoded_inner(arr: ChunkedArray, sharding: ShardingCodec, p: ChunkProjection,
+                   value: np.ndarray, transient: bool = False) -> Buffer | None:
+    """`_encoded` for a whole inner chunk taken from the written value."""
+    chunk = _chunk_from_value(p, value[p.out_selection], sharding.chunk_shape, arr.dtype,
+                              arr.fill_value)
+    return _encoded(arr, sharding.inner, chunk, transient)
+
+
 def _write_whole_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
                        members: list[Any], value: np.ndarray) -> None:
     """A shard overwritten entirely, in this thread: each inner chunk is encoded (transient) and
     copied into the shard's buffer before the next (`ShardingCodec.pack_transient`)."""
-    inner_shape, dtype, fill = sharding.chunk_shape, arr.dtype, arr.fill_value
     flats = sharding.positions([within for within, _ in members])
     ordered = sorted(zip(flats, (p for _, p in members), strict=True), key=lambda item: item[0])
 
     def encoded() -> Iterator[tuple[int, Buffer]]:
         for flat, p in ordered:
-            chunk = _chunk_from_value(p, value[p.out_selection], inner_shape, dtype, fill)
-            data = _encoded(arr, sharding.inner, chunk, transient=True)
+            data = _encoded_inner(arr, sharding, p, value, transient=True)
             if data is not None:
                 yield flat, data
 
@@ -532,13 +538,10 @@ def _write_whole_shards(arr: ChunkedArray, sharding: ShardingCodec, shards: list
                         value: np.ndarray) -> None:
     """Shards overwritten entirely, fewer than the threads: their inner chunks are encoded in
     parallel; the old shards are never read."""
-    inner_shape, dtype, fill = sharding.chunk_shape, arr.dtype, arr.fill_value
     jobs = [(si, within, p) for si, (_, members) in enumerate(shards) for within, p in members]
 
     def encode(job: tuple[int, tuple[int, ...], ChunkProjection]) -> Buffer | None:
-        p = job[2]
-        chunk = _chunk_from_value(p, value[p.out_selection], inner_shape, dtype, fill)
-        return _encoded(arr, sharding.inner, chunk)
+        return _encoded_inner(arr, sharding, job[2], value)
 
     encoded = _run(arr, bounded(arr.copy_limit, encode), jobs)
     per_shard: list[dict[tuple[int, ...], Buffer]] = [{} for _ in shards]
