@@ -465,3 +465,107 @@ def test_missing_chunks_read_as_the_fill_value_on_every_path(tmp_path, sharded, 
         np.testing.assert_array_equal(a[selection], data[selection])
     points = (np.array([300, 1200, 5]), np.array([200, 700, 9]))
     np.testing.assert_array_equal(a.vindex[points], data[points])
+
+
+# -- whole chunks decoded straight into the output -----------------------------------------------
+# Chunks (or columns of inner chunks) as wide as the array's trailing dimensions fill one
+# contiguous run of the output: they skip the scratch buffer and the copy.
+ROW_LAYOUTS = {  # shape, chunks, shards (None: unsharded); the last chunk/shard cut short
+    "1d": ((1000,), (64,), None),
+    "rows": ((70, 24), (8, 24), None),
+    "1d-sharded": ((1000,), (16,), (128,)),
+    "rows-sharded": ((70, 24), (4, 24), (16, 24)),
+    "3d-sharded": ((51, 4, 5), (2, 4, 5), (8, 4, 5)),
+}
+ROW_SELECTIONS = [np.s_[...], np.s_[16:48], np.s_[5:61], np.s_[::-1], np.s_[::2], np.s_[-3:],
+                  np.s_[[1, 40, 17]], np.s_[7]]
+
+
+def _rows_array(path, layout: str, chain) -> tuple[zarrkit.Array, np.ndarray]:
+    shape, chunks, shards = ROW_LAYOUTS[layout]
+    a = zarrkit.create(str(path), shape=shape, dtype="int32", chunks=chunks, shards=shards,
+                       codecs=chain, fill_value=-5)
+    expected = np.arange(np.prod(shape), dtype="int32").reshape(shape) // 3
+    expected[16:32] = -5  # fill values: a chunk (or inner chunks) not stored
+    a[...] = expected
+    # A missing chunk, or (sharded) a missing shard: the second one along the first axis.
+    gone = 2 if shards is None else 1
+    a.store.delete("c/" + "/".join([str(gone)] + ["0"] * (len(shape) - 1)))
+    height = (shards or chunks)[0]
+    expected[gone * height:(gone + 1) * height] = -5
+    return a, expected
+
+
+@pytest.fixture
+def straight(monkeypatch):
+    """How many chunks and slabs were decoded straight into the output, and how many slabs went
+    through the box buffer."""
+    seen = {"chunks": 0, "boxes": 0, "slabs": 0}
+    real_load, real_place, real_slab = chunk_io._load_into, chunk_io._place_box, \
+        chunk_io._read_slab
+
+    def load(*args):
+        seen["chunks"] += 1
+        real_load(*args)
+
+    def place(*args):
+        seen["boxes"] += 1
+        real_place(*args)
+
+    def slab(*args):
+        seen["slabs"] += 1
+        real_slab(*args)
+    monkeypatch.setattr(chunk_io, "_load_into", load)
+    monkeypatch.setattr(chunk_io, "_place_box", place)
+    monkeypatch.setattr(chunk_io, "_read_slab", slab)
+    return seen
+
+
+@pytest.mark.parametrize("layout", ROW_LAYOUTS)
+@pytest.mark.parametrize("name", ["bytes", "blosc", "zstd", "blosc+crc32c", "big-endian"])
+def test_whole_chunks_decode_straight_into_the_output(tmp_path, layout, name, straight):
+    chain, direct = CHAINS[name]
+    a, expected = _rows_array(tmp_path / "a", layout, chain)
+    for sel in ROW_SELECTIONS:
+        np.testing.assert_array_equal(a[sel], expected[sel], err_msg=f"{layout} {name} {sel}")
+    sharded = ROW_LAYOUTS[layout][2] is not None
+    if not direct:  # a byte order to swap: through the scratch buffer and a copy
+        assert straight["chunks"] == 0 and straight["slabs"] == straight["boxes"]
+    elif sharded:  # every slab but the ones cut short by the array's end
+        assert 0 < straight["boxes"] < straight["slabs"]
+    else:
+        assert straight["chunks"] > 0 and straight["boxes"] == 0
+
+
+def test_straight_decodes_skip_cut_chunks_and_cached_arrays(tmp_path, straight):
+    a, expected = _rows_array(tmp_path / "a", "1d", CHAINS["blosc"][0])
+    np.testing.assert_array_equal(a[960:], expected[960:])  # the last chunk, cut short
+    np.testing.assert_array_equal(a[10:60], expected[10:60])  # part of a chunk
+    assert straight["chunks"] == 0
+    np.testing.assert_array_equal(a[64:192], expected[64:192])  # two whole chunks
+    assert straight["chunks"] == 2
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path / "a")}}
+    cached = zarrkit.open(spec, context={"cache_pool": {"total_bytes_limit": 1 << 20}})
+    np.testing.assert_array_equal(cached[...], expected)  # cached chunks are kept: no direct
+    assert straight["chunks"] == 2
+
+
+@pytest.mark.parametrize("layout", ["1d", "1d-sharded"])
+def test_corrupt_chunk_decoded_straight_raises(tmp_path, layout, straight):
+    a, _ = _rows_array(tmp_path / "a", layout, CHAINS["blosc"][0])
+    path = tmp_path / "a" / "c" / "0"
+    raw = bytearray(path.read_bytes())
+    raw[:16] = bytes(16)  # the first (inner) chunk's blosc header
+    path.write_bytes(bytes(raw))
+    where = r"shard 'c/0', inner chunk at bytes \d+\+\d+" if "sharded" in layout else "chunk 'c/0'"
+    with pytest.raises(CorruptDataError, match=where + ": blosc"):
+        a[...]
+    assert straight["chunks"] + straight["slabs"] > 0
+
+
+def test_zero_dimensional_chunks_are_copied(tmp_path, straight):
+    a = zarrkit.create(str(tmp_path / "a"), shape=(), dtype="int32", fill_value=3)
+    assert a[...] == 3
+    a[...] = 5
+    assert a[...] == 5 and a[()] == 5
+    assert straight["chunks"] == 0  # indexing a 0-d output gives a scalar, not a view

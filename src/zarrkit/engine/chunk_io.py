@@ -200,11 +200,41 @@ def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
 
     def task(p: ChunkProjection) -> None:
         key = key_of(p.coords)
+        dest = _direct_dest(out, p, chain.spec.shape) if direct else None
+        if dest is not None:
+            _load_into(chain, store.get(key), key, dest, fill)
+            return
         chunk = load(key, p) if cache is None else cache.load(key, None, lambda: load(key))
         out[p.out_selection] = fill if chunk is None else chunk[p.chunk_selection]
 
     fill = arr.fill_value
+    # Whole chunks whose place in the output is one contiguous run (1-d arrays, chunks spanning
+    # the trailing dimensions) are decoded straight into it: no scratch buffer, no copy.
+    direct = cache is None and chain.decodes_into and out.ndim == len(chain.spec.shape) \
+        and out.shape[1:] == chain.spec.shape[1:]
     _run(arr, bounded(arr.copy_limit, task), list(plan), _small(arr, plan))
+
+
+def _direct_dest(out: np.ndarray, p: ChunkProjection, shape: tuple[int, ...]
+                 ) -> np.ndarray | None:
+    """The part of `out` that chunk `p` fills, when `p` reads the whole chunk (not clipped by
+    the array's edge) into one C-contiguous run of `out`; else None."""
+    if not p.complete or not all(type(s) is slice and s.step in (None, 1) for s in p.out_selection):
+        return None
+    dest = out[p.out_selection]  # a view (or, for a 0-d output, a read-only scalar)
+    return dest if type(dest) is np.ndarray and dest.shape == shape and dest.flags.c_contiguous \
+        else None
+
+
+def _load_into(chain: CodecChain, data: Buffer | None, key: str, dest: np.ndarray,
+               fill: Any) -> None:
+    if data is None:
+        dest[...] = fill
+        return
+    try:
+        chain.decode_into(data, memoryview(dest).cast("B"))
+    except CorruptDataError as e:
+        raise type(e)(f"chunk {key!r}: {e}") from None
 
 
 def _shard_groups(plan: Plan, cps: tuple[int, ...]) -> list[tuple[tuple[int, ...], Any]]:
@@ -354,16 +384,23 @@ def _read_slab(arr: ChunkedArray, sharding: ShardingCodec, key: str, index: np.n
                slab: _Box, out: np.ndarray) -> None:
     first, counts, region = slab
     entries = index[tuple(slice(f, f + c) for f, c in zip(first, counts, strict=True))]
-    block = _decode_box(arr, sharding.inner, key, entries.reshape(-1, 2), math.prod(counts))
-    _place_box(block.reshape(counts + sharding.inner.spec.shape), out[region])
+    shape, dest = sharding.inner.spec.shape, out[region]
+    # A column of whole inner chunks that spans the output's trailing dimensions (1-d arrays,
+    # chunks as wide as the array) is one contiguous run of the output: decoded straight there.
+    direct = all(c == 1 for c in counts[1:]) and dest.flags.c_contiguous and \
+        dest.shape == (counts[0] * shape[0], *shape[1:])
+    raw = memoryview(dest).cast("B") if direct else None
+    block = _decode_box(arr, sharding.inner, key, entries.reshape(-1, 2), math.prod(counts), raw)
+    if not direct:
+        _place_box(block.reshape(counts + shape), dest)
 
 
 def _decode_box(arr: ChunkedArray, inner: CodecChain, key: str, entries: np.ndarray,
-                count: int) -> np.ndarray:
-    """`count` inner chunks (their index entries, in C order) decoded into this thread's box
-    buffer: shape (count, chunk elements); missing chunks hold the fill value."""
+                count: int, raw: memoryview | None = None) -> np.ndarray:
+    """`count` inner chunks (their index entries, in C order) decoded into `raw`, by default
+    this thread's box buffer: shape (count, chunk elements); missing chunks hold the fill value."""
     nbytes = inner.spec.nbytes
-    raw = scratch(count * nbytes, "box")
+    raw = scratch(count * nbytes, "box") if raw is None else raw
     block = np.frombuffer(raw, inner.spec.dtype).reshape(count, -1)
     present = entries[:, 0] != _EMPTY
     if not present.all():
