@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -102,6 +103,30 @@ def test_verify_reports_unreadable_metadata(capsys, hierarchy):
     status, out, _ = run(capsys, "verify", hierarchy, "--json")
     report = json.loads(out)
     assert status == 1 and report["metadata_errors"][0]["key"] == "sub/plain"
+
+
+def test_clean_removes_old_temp_files_of_killed_writers(capsys, hierarchy, tmp_path):
+    chunk_dir = os.path.join(hierarchy, "sub", "plain", "c")
+    old, young = (os.path.join(chunk_dir, f".{i}.0123456789abcde{i}.partial") for i in (1, 2))
+    for path in (old, young):
+        with open(path, "wb") as f:
+            f.write(b"half a chunk")
+    os.utime(old, (time.time() - 7200,) * 2)
+    status, out, _ = run(capsys, "clean", hierarchy, "--json")
+    assert status == 0 and json.loads(out) == {
+        "removed": ["sub/plain/c/.1.0123456789abcde1.partial"], "older_than": 3600.0}
+    assert not os.path.exists(old) and os.path.exists(young)
+    status, out, _ = run(capsys, "clean", f"{hierarchy}/sub", "--older-than", "0")
+    assert status == 0 and out.splitlines() == [
+        "removed 1 temp file(s) of unfinished writes, older than 0 s",
+        "  plain/c/.2.0123456789abcde2.partial"]
+    assert run(capsys, "verify", hierarchy)[0] == 0  # the data is untouched
+    status, _, err = run(capsys, "clean", str(tmp_path / "nothing"))
+    assert status == 2 and "no directory" in err
+    status, _, err = run(capsys, "clean", "memory://x")
+    assert status == 2 and "not a local directory" in err
+    status, _, err = run(capsys, "clean", hierarchy, "--older-than", "-5")
+    assert status == 2 and "older_than" in err
 
 
 def test_errors_are_reported_not_raised(capsys, tmp_path):

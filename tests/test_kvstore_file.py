@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from zarrkit.errors import InvalidKeyError, ReadOnlyError, StoreError
+from zarrkit.errors import InvalidKeyError, ReadOnlyError, SpecError, StoreError
 from zarrkit.kvstore import ByteRange, FileStore, _openat2
 from zarrkit.kvstore import file as file_module
 
@@ -285,6 +285,64 @@ def test_temp_files_hidden_but_dot_keys_listed(store, root):
     assert sorted(store.list_prefix("")) == [".zattrs", "a/.zarray"]
     assert store.list_dir("") == ([".zattrs"], ["a"])
     assert store.list_dir("a/") == ([".zarray"], [])
+
+
+def _aged(path, seconds=7200):
+    """`path` with its modification time set `seconds` back (the link's own, for a link)."""
+    when = time.time() - seconds
+    os.utime(path, (when, when), follow_symlinks=False)
+    return path
+
+
+def _file(path, data=b"half"):
+    path.write_bytes(data)
+    return path
+
+
+def test_remove_temp_files_deletes_only_old_temp_files(store, root, outside):
+    store.set("zarr.json", b"{}")
+    store.set("c/0/1", b"chunk")
+    store.set("c/0/.2", b"a dot key")
+    old = [_aged(_file(root / ".zarr.json.0123456789abcdef.partial")),  # killed writers' temps
+           _aged(_file(root / "c" / "0" / ".1.fedcba9876543210.partial"))]
+    young = _file(root / "c" / ".0.00000000000000aa.partial")  # maybe a write in progress
+    not_temp = [_aged(root / "c" / "0" / ".2"),  # a key whose name starts with a dot
+                _aged(_file(root / "c" / ".x.0123456789abcdef.partial.bak"))]
+    temp_dir = root / ".d.0123456789abcdef.partial"  # a directory, not a temp file
+    temp_dir.mkdir()
+    _aged(temp_dir)
+    _aged(_file(outside / ".s.0123456789abcdef.partial"))  # reachable only through a link
+    (root / "link").symlink_to(outside, target_is_directory=True)
+    link = root / "c" / ".l.0123456789abcdef.partial"  # a link with a temp file's name
+    link.symlink_to(outside / "secret")
+    _aged(link)
+    with store.lock("c/0/1"):  # makes the lock directory, which is skipped
+        pass
+    assert store.remove_temp_files() == [".zarr.json.0123456789abcdef.partial",
+                                         "c/0/.1.fedcba9876543210.partial"]
+    assert not any(p.exists() for p in old)
+    assert young.exists() and temp_dir.is_dir() and link.is_symlink()
+    assert all(p.exists() for p in not_temp)
+    assert (outside / ".s.0123456789abcdef.partial").exists()
+    assert (outside / "secret").read_bytes() == b"secret"
+    assert sorted(store.list_prefix("")) == ["c/.x.0123456789abcdef.partial.bak", "c/0/.2",
+                                             "c/0/1", "zarr.json"]
+    assert store.get("c/0/1") == b"chunk"
+    assert store.remove_temp_files(older_than=0) == ["c/.0.00000000000000aa.partial"]
+    assert store.remove_temp_files(older_than=0) == []
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), "60", True, None])
+def test_remove_temp_files_refuses_bad_ages(store, bad):
+    with pytest.raises(SpecError, match="older_than"):
+        store.remove_temp_files(bad)
+
+
+def test_remove_temp_files_needs_a_writable_store(tmp_path):
+    (tmp_path / ".0.0123456789abcdef.partial").write_bytes(b"half")
+    with pytest.raises(ReadOnlyError):
+        FileStore(tmp_path, read_only=True).remove_temp_files(0)
+    assert (tmp_path / ".0.0123456789abcdef.partial").exists()
 
 
 def test_long_key_segment_writes(store):

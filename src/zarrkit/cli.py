@@ -13,7 +13,13 @@ import numpy as np
 from . import api
 from .array import Array
 from .cli_convert import add_convert_command
-from .cli_tools import add_copy_command, add_storage_options, add_verify_command, storage_options
+from .cli_tools import (
+    add_clean_command,
+    add_copy_command,
+    add_storage_options,
+    add_verify_command,
+    storage_options,
+)
 from .describe import summary
 from .errors import ZarrkitError
 from .group import Group
@@ -102,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_convert_command(sub)
     add_copy_command(sub)
     add_verify_command(sub)
+    add_clean_command(sub)
     return parser
 
 

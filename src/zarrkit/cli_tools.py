@@ -1,8 +1,9 @@
-"""The `copy` and `verify` subcommands, and what the command line shares with them.
+"""The `copy`, `verify` and `clean` subcommands, and what the command line shares with them.
 
 `copy` is `zarrkit.convert` keeping the source's format (and, unless told otherwise, its
 chunking), with a progress line showing throughput. `verify` reads every stored chunk (or
-shard) back, decodes it (which checks crc32c checksums) and reports the damaged keys.
+shard) back, decodes it (which checks crc32c checksums) and reports the damaged keys. `clean`
+deletes the temp files that killed writers left in a local directory.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -22,9 +24,10 @@ from . import api
 from .array import Array
 from .describe import human_bytes
 from .engine.executor import run_all
-from .errors import SpecError, ZarrkitError
+from .errors import NodeNotFoundError, SpecError, ZarrkitError
 from .group import Group
 from .kvstore import open_kvstore
+from .kvstore.file import FileStore
 from .progress import ProgressBar
 
 #: Chunks fetched per batch while verifying: enough requests in flight for remote stores.
@@ -275,3 +278,33 @@ def add_verify_command(sub: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="print only problems")
     add_storage_options(p)
     p.set_defaults(func=_verify)
+
+
+def _clean(args: argparse.Namespace) -> int:
+    store, path = open_kvstore(args.path)
+    if not isinstance(store, FileStore):
+        raise SpecError(f"clean: {args.path!r} is not a local directory (only file stores write "
+                        "temp files beside their keys)")
+    root = os.path.join(store.root, path)
+    if not os.path.isdir(root):
+        raise NodeNotFoundError(f"clean: no directory at {args.path!r}")
+    removed = FileStore(root).remove_temp_files(args.older_than)
+    if args.json:
+        print(json.dumps({"removed": removed, "older_than": args.older_than}, indent=2))
+    else:
+        print(f"removed {len(removed)} temp file(s) of unfinished writes, "
+              f"older than {args.older_than:g} s")
+        for name in removed:
+            print(f"  {name}")
+    return 0
+
+
+def add_clean_command(sub: Any) -> None:
+    p = sub.add_parser("clean", help="delete the temp files that writers killed mid-write left "
+                                     "in a local directory")
+    p.add_argument("path")
+    p.add_argument("--older-than", type=float, default=3600.0, metavar="SECONDS",
+                   help="only files last modified this long ago: a younger one may belong to "
+                        "a write in progress (default: 3600)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_clean)

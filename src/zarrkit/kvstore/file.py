@@ -5,7 +5,8 @@ Key "a/b/c" is the file `<root>/a/b/c`. Design points:
 * Writes are atomic: the value goes to a temp file `.<name>.<random>.partial` in the target's
   directory, which then replaces the target with `os.replace`, so readers see the old or the new
   value, never a mix. fsync is off by default (it costs milliseconds per chunk); `fsync=True`
-  syncs the file and its directory before returning.
+  syncs the file and its directory before returning. A writer killed mid-write leaves its temp
+  file (hidden from listings) for `remove_temp_files` to delete.
 * Every operation validates its key, and refuses (InvalidKeyError) a key that resolves through a
   symbolic link to a place outside the root. Three checks, fastest first: openat2 with
   RESOLVE_NO_SYMLINKS on `<real root>/<key>` (Linux >= 5.6; keys have no "..", so a link-free
@@ -35,13 +36,14 @@ import re
 import stat
 import struct
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidKeyError, StoreError
+from ..errors import InvalidKeyError, SpecError, StoreError
 from ..scratch import SCRATCH_LIMIT, empty, scratch
 from . import _openat2
 from ._util import MAX_IO, byte_view, local_path, pread_exact, pread_into, resolve_range
@@ -525,6 +527,29 @@ class FileStore(KvStore):
         except OSError as exc:
             raise _wrap(exc, "lock", key, self.root) from exc
 
+    # -- upkeep ------------------------------------------------------------------------------
+    def remove_temp_files(self, older_than: float = 3600.0) -> list[str]:
+        """Delete the temp files of writes that never finished (a writer killed mid-write leaves
+        its `.<name>.<random>.partial` behind; a finished write renames it over the target), if
+        last modified more than `older_than` seconds ago: a younger one may belong to a write in
+        progress. Returns their paths relative to the root. Links are not followed."""
+        self._check_writable("<temp files>")
+        if isinstance(older_than, bool) or not isinstance(older_than, (int, float)) \
+                or not older_than >= 0:  # also refuses NaN
+            raise SpecError(f"older_than must be a number of seconds >= 0, got {older_than!r}")
+        cutoff, removed = time.time() - older_than, []
+        try:
+            for top, dirs, files, dir_fd in os.fwalk(self._real_root):  # links not followed
+                if top == self._real_root and LOCK_DIR in dirs:
+                    dirs.remove(LOCK_DIR)
+                removed += [os.path.relpath(os.path.join(top, name), self._real_root)
+                            for name in files
+                            if _is_temp_name(name) and _unlink_if_older(name, dir_fd, cutoff)]
+        except OSError as exc:
+            raise StoreError(exc.errno, f"cannot remove temp files in file store {self.root!r}: "
+                                        f"{exc.strerror or exc}") from exc
+        return sorted(removed)
+
     # -- description -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {"driver": "file", "path": self._base}
@@ -536,6 +561,18 @@ class FileStore(KvStore):
     def __reduce__(self) -> tuple[Any, ...]:
         # Locks are not picklable; a copy in another process reopens the same directory.
         return (_rebuild, (self.root, self.read_only, self.fsync))
+
+
+def _unlink_if_older(name: str, dir_fd: int, cutoff: float) -> bool:
+    """Remove the regular file `name` if modified before `cutoff`; whether it did."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode) or st.st_mtime >= cutoff:
+            return False
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:  # removed meanwhile (its write finished, or another cleaner)
+        return False
+    return True
 
 
 def _range_offset(key: str) -> int:
