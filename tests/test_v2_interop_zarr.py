@@ -139,6 +139,8 @@ def test_compressors_zarrkit_to_zarr(tmp_path, name, order):
 def test_filters_both_directions(tmp_path, name, order):
     dtype, filters, compressor, lossless = FILTERS[name]
     data = _data(dtype)
+    if name == "fixedscaleoffset":  # to integers: NaN and infinity have no value to become
+        data = np.nan_to_num(data, nan=1.25, neginf=-3.0)
     theirs, ours = tmp_path / "theirs", tmp_path / "ours"
     zarr_write(theirs, data, str if dtype == "|O" else dtype, filters=filters,
                compressor=COMPRESSORS.get(compressor), order=order,
