@@ -198,10 +198,9 @@ class IndexDomain:
         parts = []
         for i in range(self.rank):
             lo, hi = self.inclusive_min[i], self.exclusive_max[i]
-            text = ("(-inf" if lo == -INF else f"[{lo}") + ("*" if self.implicit_lower_bounds[i]
-                                                             else "")
-            text += ", " + ("+inf" if hi == INF_MAX else str(hi))
-            text += ("*" if self.implicit_upper_bounds[i] else "") + (")")
+            text = ("(" if lo == -INF else "[") + _text(lo) + \
+                ("*" if self.implicit_lower_bounds[i] else "") + ", " + _text(hi) + \
+                ("*" if self.implicit_upper_bounds[i] else "") + ")"
             label = self.labels[i]
             parts.append(f'"{label}": {text}' if label else text)
         return "{ " + ", ".join(parts) + " }" if parts else "{}"
