@@ -31,7 +31,7 @@ from .chunk_layout import ChunkLayout, choose_chunk_shapes
 from .schema import V2_FLOAT8, Schema, dtype_name, same_fill
 from .transform import INF
 from .v2_compressor import DEFAULT_COMPRESSOR, check_compressor, with_defaults
-from .zarr3 import MetadataConstraints
+from .zarr3 import MetadataConstraints, member_ints
 from .zarr3 import check_existing as check_layout_and_domain
 
 _MEMBERS = ("zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order",
@@ -65,8 +65,8 @@ class V2Constraints:
         if json.get("zarr_format", 2) != 2:
             raise SpecError(f"{where}.zarr_format: expected 2, got {json['zarr_format']!r}")
         c = cls(json=copy.deepcopy(json), filters="filters" in json)
-        c.shape = _ints(json, "shape", where, low=0)
-        c.chunks = _ints(json, "chunks", where, low=1)
+        c.shape = member_ints(json, "shape", where, low=0)
+        c.chunks = member_ints(json, "chunks", where, low=1)
         c.data_type = _data_type(json, where)
         if "compressor" in json:
             c.compressor = check_compressor(json["compressor"], f"{where}.compressor")
@@ -81,16 +81,6 @@ class V2Constraints:
             raise SpecError(f"{where}.chunks: {list(c.chunks)} does not have the rank of "
                             f"{where}.shape {list(c.shape)}")
         return c
-
-
-def _ints(json: dict[str, Any], name: str, where: str, low: int) -> tuple[int, ...] | None:
-    value = json.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= low for v in value):
-        raise SpecError(f"{where}.{name}: expected a list of integers >= {low}, got {value!r}")
-    return tuple(value)
 
 
 def _choice(json: dict[str, Any], name: str, allowed: tuple[str, ...], where: str) -> str | None:

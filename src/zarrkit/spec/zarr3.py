@@ -66,7 +66,7 @@ class MetadataConstraints:
                                 "\"must_understand\": false)")
         c = cls(json=copy.deepcopy(json))
         _parse_header(json, where)
-        c.shape = _int_list(json, "shape", where, low=0)
+        c.shape = member_ints(json, "shape", where, low=0)
         c.data_type = _data_type(json, where)
         c.chunk_shape = _chunk_grid(json.get("chunk_grid"), where)
         c.chunk_key_encoding = _key_encoding(json.get("chunk_key_encoding"), where)
@@ -96,7 +96,8 @@ def _parse_header(json: dict[str, Any], where: str) -> None:
         raise SpecError(f"{where}.storage_transformers: not supported")
 
 
-def _int_list(json: dict[str, Any], name: str, where: str, low: int) -> tuple[int, ...] | None:
+def member_ints(json: dict[str, Any], name: str, where: str, low: int) -> tuple[int, ...] | None:
+    """Member `name` of `json` as integers >= `low` (None if absent); zarr2 uses it too."""
     value = json.get(name)
     if value is None:
         return None
@@ -126,7 +127,7 @@ def _chunk_grid(value: Any, where: str) -> tuple[int, ...] | None:
     config = value.get("configuration", {})
     if not isinstance(config, dict) or set(config) - {"chunk_shape"}:
         raise SpecError(f"{at}.configuration: expected {{\"chunk_shape\": [...]}}")
-    return _int_list(config, "chunk_shape", f"{at}.configuration", low=1)
+    return member_ints(config, "chunk_shape", f"{at}.configuration", low=1)
 
 
 def _key_encoding(value: Any, where: str) -> dict[str, Any] | None:
