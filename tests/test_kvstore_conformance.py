@@ -144,6 +144,18 @@ def test_get_many_order_duplicates_missing(store):
         VALUE[90:], None, b"bee", VALUE[:3], VALUE[-2:], VALUE[:3], b"", VALUE]
 
 
+def test_get_transient_matches_get(store):
+    big = bytes(range(256)) * 1024  # 256 KiB: the file store reads it into a reused buffer
+    store.set("small", VALUE)
+    store.set("b/big", big)
+    store.set("b/big2", big[::-1])
+    assert bytes(store.get_transient("small")) == VALUE
+    assert bytes(store.get_transient("b/big")) == big
+    assert bytes(store.get_transient("b/big2")) == big[::-1]  # the next read of the thread
+    assert store.get_transient("missing") is None
+    assert store.get_transient("b/missing") is None
+
+
 def test_delete(store):
     store.set("x/y", b"1")
     store.set("x/z", b"2")
@@ -234,6 +246,8 @@ def test_invalid_keys_refused(store, key):
         store.exists(key)
     with pytest.raises(InvalidKeyError):
         store.get_many([(key, None)])
+    with pytest.raises(InvalidKeyError):
+        store.get_transient(key)
     with pytest.raises(InvalidKeyError):
         store.replace(key, b"x")
     assert list(store.list_prefix("")) == []

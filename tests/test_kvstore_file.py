@@ -460,6 +460,23 @@ def pread_calls(monkeypatch):
     return calls
 
 
+def test_get_transient_reuses_a_thread_buffer_for_large_values(store):
+    big = bytes(range(256)) * 1024
+    store.set("a", big)
+    store.set("b", big[::-1])
+    store.set("small", b"tiny")
+    first = store.get_transient("a")
+    assert bytes(first) == big and isinstance(first, memoryview)
+    second = store.get_transient("b")
+    assert bytes(second) == big[::-1] and second.obj is first.obj  # the same memory, reused
+    assert type(store.get_transient("small")) is bytes  # small values: a plain read is cheaper
+    other: list = []
+    thread = threading.Thread(target=lambda: other.append(store.get_transient("a")))
+    thread.start()
+    thread.join()
+    assert bytes(other[0]) == big and other[0].obj is not first.obj  # one buffer per thread
+
+
 def test_get_many_coalesces_nearby_ranges(store, pread_calls):
     value = os.urandom(100_000)
     store.set("shard", value)

@@ -104,7 +104,7 @@ def test_arrays_sharing_a_resource_share_the_bound(tmp_path, codec_gauge):
 
 def _io_gauge(array):
     gauge = _Gauge()
-    for name in ("get", "set"):
+    for name in ("get", "get_transient", "set"):
         setattr(array.store, name, gauge.wrap(getattr(array.store, name)))
     return gauge
 
@@ -123,7 +123,9 @@ def test_file_io_concurrency_bounds_store_io(tmp_path, where):
     gauge = _io_gauge(a)
     a[...] = 3
     assert gauge.calls >= 64  # all 64 chunk writes went through the bounded store
+    writes = gauge.calls
     assert (a[...] == 3).all()
+    assert gauge.calls >= writes + 64  # and so did the 64 chunk reads
     assert gauge.peak == 1
 
 

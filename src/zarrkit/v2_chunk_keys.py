@@ -59,6 +59,9 @@ class SeparatorGuard(KvStore):
     def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
         return self._seen(key, self.inner.get(key, byte_range))
 
+    def get_transient(self, key: str) -> Buffer | None:
+        return self._seen(key, self.inner.get_transient(key))
+
     def get_many(self, requests: Sequence[tuple[str, ByteRange | None]]
                  ) -> list[Buffer | None]:
         return self._all_seen(requests, self.inner.get_many(requests))

@@ -195,14 +195,15 @@ def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
     store, chain, key_of, cache = arr.store, arr.chain, arr.key, arr.cache
 
     def load(key: str, p: ChunkProjection | None = None) -> np.ndarray | None:
-        data = store.get(key)
+        # With `p`, the chunk is decoded for this read only: its bytes can be transient too.
+        data = store.get(key) if p is None else store.get_transient(key)
         return None if data is None else decode_chunk(chain, data, key, p is not None, p)
 
     def task(p: ChunkProjection) -> None:
         key = key_of(p.coords)
         dest = _direct_dest(out, p, chain.spec.shape) if direct else None
         if dest is not None:
-            _load_into(chain, store.get(key), key, dest, fill)
+            _load_into(chain, store.get_transient(key), key, dest, fill)
             return
         chunk = load(key, p) if cache is None else cache.load(key, None, lambda: load(key))
         out[p.out_selection] = fill if chunk is None else chunk[p.chunk_selection]

@@ -69,6 +69,10 @@ class LimitedStore:
         with slot(self._limit):
             return self._store.get(key, byte_range)
 
+    def get_transient(self, key: str) -> Buffer | None:
+        with slot(self._limit):
+            return self._store.get_transient(key)
+
     def get_many(self, requests: Sequence[tuple[str, ByteRange | None]]) -> list[Buffer | None]:
         with slot(self._limit):
             return self._store.get_many(requests)

@@ -127,6 +127,11 @@ class KvStore(ABC):
         """`get` for each (key, range) request, in order. Stores override to batch/coalesce."""
         return [self.get(key, rng) for key, rng in requests]
 
+    def get_transient(self, key: str) -> Buffer | None:
+        """`get(key)`, but the value may live in this thread's scratch memory, which its next
+        transient read reuses: it must be consumed before then, and never kept."""
+        return self.get(key)
+
     def get_many_transient(
         self, requests: Sequence[tuple[str, ByteRange | None]]
     ) -> list[Buffer | None]:
