@@ -165,6 +165,11 @@ class CodecChain:
         return np.frombuffer(dest, self.spec.dtype).reshape(self.spec.shape)
 
     @property
+    def decodes_prefix(self) -> bool:
+        """Whether `decode_prefix_transient` can ever stop early for this chain."""
+        return self._prefix is not None
+
+    @property
     def decodes_into(self) -> bool:
         """Whether `decode_into` can write this chain's chunks straight to a buffer."""
         return self._direct

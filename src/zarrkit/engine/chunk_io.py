@@ -72,7 +72,7 @@ def decode_chunk(chain: CodecChain, data: Buffer, key: str, transient: bool = Fa
     try:
         if not transient:
             return chain.decode(data)
-        rows = None if p is None else _rows_needed(p, chain.spec.shape)
+        rows = None if p is None or not chain.decodes_prefix else _rows_needed(p, chain.spec.shape)
         if rows is not None:
             row_bytes = chain.spec.nbytes // chain.spec.shape[0]
             chunk = chain.decode_prefix_transient(data, rows * row_bytes)
