@@ -17,6 +17,7 @@ from zarrkit.codecs.chain import CodecChain
 from zarrkit.engine import chunk_io
 from zarrkit.errors import CorruptDataError
 from zarrkit.indexing import basic_plan as plan_selection
+from zarrkit.kvstore.file import FileStore
 from zarrkit.kvstore.memory import MemoryStore
 from zarrkit.kvstore.zip import ZipStore
 
@@ -569,3 +570,32 @@ def test_zero_dimensional_chunks_are_copied(tmp_path, straight):
     a[...] = 5
     assert a[...] == 5 and a[()] == 5
     assert straight["chunks"] == 0  # indexing a 0-d output gives a scalar, not a view
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_large_chunks_decode_from_the_transient_read_buffer(tmp_path, name, monkeypatch):
+    """Stored chunks of 128 KiB or more are read into the thread's reused buffer (a writable
+    view, not bytes) and every codec chain decodes them from there, checksums included."""
+    seen = []
+    real = FileStore.get_transient
+
+    def spy(self, key):
+        value = real(self, key)
+        seen.append(type(value))
+        return value
+    monkeypatch.setattr(FileStore, "get_transient", spy)
+    rng = np.random.default_rng(3)
+    data = rng.random((300, 260))  # float64, barely compressible: stored chunks ~500 KiB
+    a = zarrkit.create(str(tmp_path / "a"), shape=data.shape, dtype="float64",
+                       chunks=(256, 256), codecs=CHAINS[name][0])
+    a[...] = data
+    for sel in (np.s_[...], np.s_[10:200, 5:250], np.s_[::3, 100:]):
+        np.testing.assert_array_equal(a[sel], data[sel], err_msg=f"{name} {sel}")
+    assert memoryview in seen
+    if name == "blosc+crc32c":
+        path = tmp_path / "a" / "c" / "0" / "0"
+        raw = bytearray(path.read_bytes())
+        raw[1000] ^= 0xFF
+        path.write_bytes(bytes(raw))
+        with pytest.raises(CorruptDataError, match="chunk 'c/0/0'"):
+            a[...]
