@@ -140,6 +140,9 @@ class _Handler(SimpleHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # The default listen backlog of 5 is what a store's burst of concurrent requests (metadata
+    # probes, chunk batches) can fill while the accept loop waits for the CPU on a busy machine.
+    request_queue_size = 64
 
     def __init__(self, root: str, flaky_failures: int) -> None:
         self.root = root
