@@ -223,8 +223,13 @@ def _direct_dest(out: np.ndarray, p: ChunkProjection, shape: tuple[int, ...]
     if not p.complete or not all(type(s) is slice and s.step in (None, 1) for s in p.out_selection):
         return None
     dest = out[p.out_selection]  # a view (or, for a 0-d output, a read-only scalar)
-    return dest if type(dest) is np.ndarray and dest.shape == shape and dest.flags.c_contiguous \
-        else None
+    return dest if _contiguous_run(dest, shape) else None
+
+
+def _contiguous_run(dest: Any, shape: tuple[int, ...]) -> bool:
+    """Whether `dest` (a part of the output) is an array, not a scalar, of exactly `shape` and
+    C-contiguous: a chunk's (or a column of chunks') bytes can be decoded straight into it."""
+    return type(dest) is np.ndarray and dest.shape == shape and dest.flags.c_contiguous
 
 
 def _load_into(chain: CodecChain, data: Buffer | None, key: str, dest: np.ndarray,
@@ -388,8 +393,8 @@ def _read_slab(arr: ChunkedArray, sharding: ShardingCodec, key: str, index: np.n
     shape, dest = sharding.inner.spec.shape, out[region]
     # A column of whole inner chunks that spans the output's trailing dimensions (1-d arrays,
     # chunks as wide as the array) is one contiguous run of the output: decoded straight there.
-    direct = all(c == 1 for c in counts[1:]) and dest.flags.c_contiguous and \
-        dest.shape == (counts[0] * shape[0], *shape[1:])
+    direct = all(c == 1 for c in counts[1:]) and \
+        _contiguous_run(dest, (counts[0] * shape[0], *shape[1:]))
     raw = memoryview(dest).cast("B") if direct else None
     block = _decode_box(arr, sharding.inner, key, entries.reshape(-1, 2), math.prod(counts), raw)
     if not direct:
