@@ -271,6 +271,25 @@ def test_fault_in_keeps_every_dtype_whole(monkeypatch, dtype):
     assert (out == out[0]).all()
 
 
+def test_fault_in_touches_each_whole_huge_page_once_through_ctypes(monkeypatch):
+    # The touch is a ctypes call (it lets the GIL go while the kernel zeroes the page): one
+    # per huge page that lies wholly inside the piece, and nothing outside it.
+    from zarrkit import scratch
+
+    monkeypatch.setattr(scratch, "_huge", True)  # the loop runs whether the kernel obliges
+    monkeypatch.setattr(scratch, "SLOW_HUGE_PAGE", 60.0)
+    touched = []
+    real = scratch._touch
+    monkeypatch.setattr(scratch, "_touch", lambda at, v, n: (touched.append((at, v, n)),
+                                                             real(at, v, n)))
+    out = scratch.empty((8 << 20,), np.dtype("uint16"), touch=False)  # 16 MiB
+    part = out[3:]
+    scratch.fault_in(part)
+    lo, hi, huge = part.ctypes.data, part.ctypes.data + part.nbytes, 1 << 21
+    expected = list(range(-(-lo // huge) * huge, hi - huge + 1, huge))
+    assert touched == [(at, 0, 1) for at in expected] and len(expected) >= 7
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux /proc needed to look")
 @pytest.mark.parametrize("huge", [True, False])  # False: the kernel has huge pages turned off
 def test_reads_fall_back_to_small_pages_correctly(tmp_path, monkeypatch, huge):
