@@ -144,7 +144,7 @@ class _Server(ThreadingHTTPServer):
     # probes, chunk batches) can fill while the accept loop waits for the CPU on a busy machine.
     request_queue_size = 64
 
-    def __init__(self, root: str, flaky_failures: int) -> None:
+    def __init__(self, root: str, flaky_failures: int, port: int = 0) -> None:
         self.root = root
         self.lock = threading.Lock()
         self.attempts: dict[str, int] = {}
@@ -154,13 +154,26 @@ class _Server(ThreadingHTTPServer):
         def handler(*args: Any) -> _Handler:
             return _Handler(*args, directory=root)
 
-        super().__init__(("127.0.0.1", 0), handler)
+        super().__init__(("127.0.0.1", port), handler)
+
+
+def _server_on_port_with(root: str, flaky_failures: int, digits: str) -> _Server:
+    """A server on a free port whose number contains `digits`."""
+    for port in range(1024, 65536):
+        if digits in str(port):
+            try:
+                return _Server(root, flaky_failures, port)
+            except OSError:
+                continue
+    raise RuntimeError(f"no free port containing {digits!r}")
 
 
 @contextmanager
-def http_server(root: str, flaky_failures: int = 2) -> Iterator[_Server]:
-    """Serve `root` over HTTP on loopback; `server.url` is its base URL."""
-    server = _Server(root, flaky_failures)
+def http_server(root: str, flaky_failures: int = 2, port_digits: str = "") -> Iterator[_Server]:
+    """Serve `root` over HTTP on loopback; `server.url` is its base URL. `port_digits`: on a
+    port whose number contains them (to put given text into every URL)."""
+    server = _server_on_port_with(root, flaky_failures, port_digits) if port_digits else \
+        _Server(root, flaky_failures)
     server.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -194,7 +194,8 @@ def test_unreachable_endpoint_is_reported_with_the_key():
 
     opts = {"key": "k", "secret": "s", "endpoint_url": f"http://127.0.0.1:{free_port()}",
             "max_retries": 1, "connect_timeout": 1}
-    with pytest.raises(StoreUnreachableError, match=r"cannot read '[.a-z]+' in s3://bucket/x.zarr.*cannot be reached"):
+    with pytest.raises(StoreUnreachableError,  # whichever probe fails first: a read or a HEAD
+                       match=r"cannot (read|look up) '[.a-z]+' in s3://bucket/x.zarr.*cannot be reached"):
         zarrkit.open("s3://bucket/x.zarr", mode="r", storage_options=opts)
 
 
@@ -235,10 +236,33 @@ def test_permission_denied_and_rejected_credentials(tmp_path):
 
     with http_server(str(tmp_path)) as server:
         opts = {"key": "k", "secret": "s", "endpoint_url": server.url, "max_retries": 0}
-        with pytest.raises(PermissionDeniedError, match=r"cannot read '[.a-z]+' in s3://forbidden.*permission denied"):
+        # Which of the concurrent metadata probes fails first varies: a read (GET) or an
+        # existence check (HEAD); either names its key.
+        with pytest.raises(PermissionDeniedError,
+                           match=r"cannot (read|look up) '[.a-z]+' in s3://forbidden.*permission denied"):
             zarrkit.open("s3://forbidden/x.zarr", mode="r", storage_options=opts)
         with pytest.raises(CredentialsError, match="rejected"):
             zarrkit.open("s3://unauthorized/x.zarr", mode="r", storage_options=opts)
+
+
+def test_failures_are_classified_by_status_and_error_code_not_by_url_text(tmp_path):
+    # Every obstore message quotes the request's URL: a port holding "416" (Range Not
+    # Satisfiable) or a key named like an S3 error code must not change what a failure means.
+    from _loopback import http_server
+
+    (tmp_path / "flaky").mkdir()
+    (tmp_path / "flaky" / "a").write_bytes(b"0123456789")
+    with http_server(str(tmp_path), flaky_failures=1, port_digits="416") as server:
+        assert "416" in server.url
+        opts = {"key": "k", "secret": "s", "endpoint_url": server.url, "max_retries": 0}
+        store, _ = open_kvstore("s3://flaky", storage_options=opts)
+        with pytest.raises(StoreError, match=r"cannot read 'a' in s3://flaky.*503"):
+            store.get("a", ByteRange(2, 3))  # a 503, not an empty range past the end
+        assert bytes(store.get("a", ByteRange(2, 3))) == b"234"  # served the second time
+        assert bytes(store.get("a", ByteRange(50, 5))) == b""  # a real 416: past the end
+        plain, _ = open_kvstore("s3://plain", storage_options=opts)
+        for name in ("NoSuchBucket", "InvalidRange", "ExpiredToken"):
+            assert plain.get(name) is None  # a missing key (404), whatever its name
 
 
 def test_unknown_scheme_and_bad_options():

@@ -29,6 +29,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 import uuid
@@ -124,17 +125,28 @@ _UNREACHABLE = ("error sending request", "dns error", "connection refused", "con
                 "timed out", "tcp connect", "connection reset", "client error (Connect)")
 
 
+# obstore's messages hold the request's URL (the user's bucket and key names), timings and
+# random request ids; the service's answer is read from its status and error code only.
+_STATUS = re.compile(r"status code: (\d{3})\b")
+_CODE = re.compile(r"<Code>(\w+)</Code>")
+
+
+def _codes(text: str) -> set[str]:
+    """The error codes in the service's XML answers quoted in an obstore message."""
+    return set(_CODE.findall(text))
+
+
 def map_error(exc: BaseException, action: str, key: str, where: str) -> StoreError:
     """The zarrkit error for an obstore failure of `action` on `key`."""
     exceptions = _obstore().exceptions
     head = f"cannot {action} {key!r} in {where}"
     full, short = str(exc), _short(exc)
-    if isinstance(exc, exceptions.UnauthenticatedError) or any(
-            c in full for c in _CREDENTIAL_CODES):
+    codes = _codes(full)
+    if isinstance(exc, exceptions.UnauthenticatedError) or not codes.isdisjoint(_CREDENTIAL_CODES):
         return CredentialsError(f"{head}: the credentials were rejected ({short})")
     if isinstance(exc, exceptions.PermissionDeniedError):
         return PermissionDeniedError(f"{head}: permission denied ({short})")
-    if "NoSuchBucket" in full:
+    if "NoSuchBucket" in codes:
         return StoreError(f"{head}: the bucket does not exist")
     if isinstance(exc, exceptions.NotSupportedError):
         return NotSupportedError(f"{head}: not supported by this store ({short})")
@@ -145,12 +157,13 @@ def map_error(exc: BaseException, action: str, key: str, where: str) -> StoreErr
 
 
 def _is_missing(exc: BaseException) -> bool:
-    return isinstance(exc, FileNotFoundError) and "NoSuchBucket" not in str(exc)
+    return isinstance(exc, FileNotFoundError) and "NoSuchBucket" not in _codes(str(exc))
 
 
 def _is_unsatisfiable(exc: BaseException) -> bool:
     text = str(exc)
-    return "416" in text or "InvalidRange" in text
+    status = _STATUS.search(text)
+    return (status is not None and status.group(1) == "416") or "InvalidRange" in _codes(text)
 
 
 # -- the event loop for batched requests ----------------------------------------------------
