@@ -114,3 +114,30 @@ def test_unreachable_http_endpoint():
     with pytest.raises(StoreUnreachableError, match="cannot be reached"):
         zarrkit.open(f"http://127.0.0.1:{free_port()}/x.zarr", mode="r",
                      storage_options={"max_retries": 0})
+
+
+def test_ranges_past_the_end_of_a_value_and_a_cut_short_shard(tmp_path):
+    # Ranges of one key are fetched in one coalesced request; when the value ends before some
+    # of them, they read as empty (as single reads do), and a shard whose index points past
+    # its end is reported as corrupt, naming the inner chunk.
+    from zarrkit.errors import CorruptDataError
+    from zarrkit.kvstore import ByteRange, open_kvstore
+
+    (tmp_path / "v").write_bytes(b"0123456789")
+    a = zarrkit.create(str(tmp_path / "cut.zarr"), shape=(16, 16), dtype="u2", chunks=(4, 4),
+                       shards=(16, 16), codecs=[{"name": "bytes"}])
+    a[...] = np.arange(256, dtype="u2").reshape(16, 16)
+    shard = tmp_path / "cut.zarr" / "c" / "0" / "0"
+    whole = shard.read_bytes()
+    index_size = 16 * 16 + 4  # 16 (offset, length) pairs and a crc32c
+    shard.write_bytes(whole[:100] + whole[-index_size:])  # the index now points past the end
+    with http_server(str(tmp_path)) as server:
+        store, _ = open_kvstore(server.url)
+        got = store.get_many([("v", ByteRange(50, 5)), ("v", ByteRange(1, 2)),
+                              ("v", ByteRange(8, 10))])
+        assert [bytes(g) for g in got] == [b"", b"12", b"89"]
+        cut = zarrkit.open(f"{server.url}/cut.zarr", mode="r")
+        np.testing.assert_array_equal(cut[:2, :2], [[0, 1], [16, 17]])  # bytes 0-31: still there
+        with pytest.raises(CorruptDataError, match=r"shard 'c/0/0': inner chunk at bytes "
+                                                   r"\d+\+32 lies outside the shard"):
+            cut[...]

@@ -62,6 +62,8 @@ def test_get_set_ranges(store):
     assert bytes(store.get("a", ByteRange.suffix(2))) == b"89"
     assert bytes(store.get("a", ByteRange(8, 10))) == b"89"  # clipped at the end
     assert bytes(store.get("a", ByteRange(50, 5))) == b""  # past the end: nothing
+    got = store.get_many([("a", ByteRange(50, 5)), ("a", ByteRange(1, 2)), ("a", ByteRange(8, 10))])
+    assert [bytes(g) for g in got] == [b"", b"12", b"89"]  # the same within one batch
     assert store.get("a", ByteRange(0, 0)) == b"" and store.get("b", ByteRange(0, 0)) is None
     assert store.exists("a") and store.size("a") == 10 and store.size("b") is None
     store.set("empty", memoryview(b""))

@@ -160,6 +160,10 @@ def _is_missing(exc: BaseException) -> bool:
     return isinstance(exc, FileNotFoundError) and "NoSuchBucket" not in _codes(str(exc))
 
 
+def _is_panic(exc: BaseException) -> bool:
+    return type(exc).__name__ == "RustPanic"  # pyo3-async-runtimes' error for a panicked future
+
+
 def _is_unsatisfiable(exc: BaseException) -> bool:
     text = str(exc)
     status = _STATUS.search(text)
@@ -274,7 +278,9 @@ class ObjectStore(KvStore):
             raise
         except Exception as exc:  # noqa: BLE001 - missing keys read as None
             if not _is_missing(exc):
-                if _is_unsatisfiable(exc):  # some range past the end: fall back to one by one
+                # Some range past the end: one by one. (Its coalesced request cut short by the
+                # object's end, object_store slices past what came and panics.)
+                if _is_unsatisfiable(exc) or _is_panic(exc):
                     for i, r in bounded:
                         results[i] = await asyncio.to_thread(self.get, key, r)
                     return
