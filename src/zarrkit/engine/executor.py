@@ -18,9 +18,11 @@ R = TypeVar("R")
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
-# One thread per core (the caller works too): codecs are CPU-bound and measured fastest so; more
-# threads only add GIL hand-offs and buffers in flight. Network stores grow the pool for their
-# own work (`run_all`'s width), which leaves local work at this width.
+# One thread per core, the caller's among them: codecs are CPU-bound and measured fastest so; more
+# threads only add GIL hand-offs and buffers in flight (a third thread on two cores, one waiting
+# for the GIL at any time: 128 MiB reads 104 -> 80 ms blosc, 170 -> 131 ms sharded when dropped).
+# Network stores grow the pool for their own work (`run_all`'s width), which leaves local work
+# at this width.
 _workers = int(os.environ.get("ZARRKIT_THREADS", "0")) or max(2, os.cpu_count() or 1)
 _width = _workers
 
@@ -101,7 +103,7 @@ def run_all(fn: Callable[[T], R], items: Iterable[T], width: int = 0) -> list[R]
                 errors.append(e)
                 return
 
-    futures = [executor().submit(work) for _ in range(min(len(items) - 1, width or _width))]
+    futures = [executor().submit(work) for _ in range(min(len(items), width or _width) - 1)]
     work()
     for f in futures:
         f.result()
