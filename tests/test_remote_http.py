@@ -116,6 +116,42 @@ def test_unreachable_http_endpoint():
                      storage_options={"max_retries": 0})
 
 
+def test_listing_an_unreachable_server_is_not_called_unsupported():
+    from _loopback import free_port
+
+    from zarrkit.errors import StoreUnreachableError
+    from zarrkit.kvstore import open_kvstore
+
+    store, _ = open_kvstore(f"http://127.0.0.1:{free_port()}/x.zarr",
+                            storage_options={"max_retries": 0})
+    with pytest.raises(StoreUnreachableError, match=r"cannot list '/' in http://.*cannot be "
+                                                    r"reached"):
+        store.list_dir("")
+
+
+def test_base_url_with_a_query_string(server):
+    # The path goes before the query (a token or signature), not into it.
+    from zarrkit.kvstore import kvstore_to_url
+
+    spec = {"driver": "zarr3", "kvstore": {"driver": "http", "path": "image",
+                                           "base_url": f"{server.url}/tree.zarr?v=1"}}
+    np.testing.assert_array_equal(zarrkit.open(spec, mode="r")[...], DATA)
+    g = zarrkit.open_group(f"{server.url}/tree.zarr?v=1", mode="r")
+    assert kvstore_to_url(g.store, "image") == f"{server.url}/tree.zarr/image?v=1"
+
+
+def test_a_batch_with_a_range_past_the_end_still_reads_the_other_requests(tmp_path):
+    from zarrkit.kvstore import ByteRange, open_kvstore
+
+    (tmp_path / "v").write_bytes(b"0123456789")
+    with http_server(str(tmp_path)) as server:
+        store, _ = open_kvstore(server.url)
+        got = store.get_many([("v", ByteRange(50, 5)), ("v", None), ("v", ByteRange.suffix(3)),
+                              ("v", ByteRange(7))])
+        assert [g if g is None else bytes(g) for g in got] == [b"", b"0123456789", b"789",
+                                                               b"789"]
+
+
 def test_ranges_past_the_end_of_a_value_and_a_cut_short_shard(tmp_path):
     # Ranges of one key are fetched in one coalesced request; when the value ends before some
     # of them, they read as empty (as single reads do), and a shard whose index points past

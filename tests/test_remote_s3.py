@@ -70,6 +70,15 @@ def test_get_set_ranges(store):
     assert store.get("empty") == b"" or bytes(store.get("empty")) == b""
 
 
+def test_ranges_of_an_empty_value(store):
+    # S3 answers a suffix range of an empty object with the whole (empty) object, status 200.
+    store.set("e", b"")
+    for rng in (ByteRange.suffix(3), ByteRange(0, 4), ByteRange(0), ByteRange(2)):
+        assert bytes(store.get("e", rng)) == b""
+    got = store.get_many([("e", ByteRange.suffix(3)), ("e", ByteRange(0, 4)), ("e", None)])
+    assert [bytes(g) for g in got] == [b"", b"", b""]
+
+
 def test_replace_sets_and_deletes_without_a_lease(store):
     store.replace("r/k", b"value")
     assert bytes(store.get("r/k")) == b"value"
@@ -101,6 +110,29 @@ def test_listing_and_deleting(store):
     store.delete("never-there")
     store.delete_prefix("x/")
     assert sorted(store.list_prefix("")) == ["zarr.json"]
+
+
+def _put_folder_marker(endpoint: str, bucket: str, name: str) -> None:
+    """An empty object named "<name>/", as the S3 console's "Create folder" makes."""
+    import urllib.request
+
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{bucket}/{name}", data=b"",
+                                                  method="PUT"))
+
+
+def test_folder_markers_are_not_keys(bucket, opts, s3_endpoint):
+    _put_folder_marker(s3_endpoint, bucket, "data.zarr/")
+    a = zarrkit.create(f"s3://{bucket}/data.zarr", shape=(4,), dtype="i4", chunks=(2,),
+                       storage_options=opts)
+    a[...] = 1
+    assert a.nchunks_initialized() == 2 and a.nbytes_stored() > 0
+    store, _ = open_kvstore(f"s3://{bucket}", storage_options=opts)
+    store.set("x", b"a sibling of x/, not in it")
+    _put_folder_marker(s3_endpoint, bucket, "x/")
+    store.set("x/k", b"v")
+    assert list(store.list_prefix("x/")) == ["x/k"] and store.list_dir("x/") == (["k"], [])
+    store.delete_prefix("x/")
+    assert bytes(store.get("x")) == b"a sibling of x/, not in it"
 
 
 def test_read_only(bucket, opts):
@@ -297,6 +329,9 @@ def test_cli_on_s3(bucket, opts, tmp_path, capsys):
 
 @pytest.mark.parametrize("url,spec", [
     ("s3://bkt/a/b.zarr", {"driver": "s3", "bucket": "bkt", "path": "a/b.zarr"}),
+    ("s3://bkt/my%20data/100%25/x.zarr",
+     {"driver": "s3", "bucket": "bkt", "path": "my data/100%/x.zarr"}),
+    ("az://cont/a%23b", {"driver": "azure", "container": "cont", "path": "a#b"}),
     ("gs://bkt/x", {"driver": "gcs", "bucket": "bkt", "path": "x"}),
     ("az://cont/x", {"driver": "azure", "container": "cont", "path": "x"}),
     ("abfs://cont@acct.dfs.core.windows.net/x",

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..errors import SpecError
 from . import _remote_options as ro
 from .base import KvStore, validate_key
 from .object_store import Location, ObjectStore
-from .url import KvStoreDriver, OpenOptions, register_kvstore_driver
+from .url import KvStoreDriver, OpenOptions, _unquote, register_kvstore_driver
 
 Spec = dict[str, Any]
 _SAFE = "/:@!$&'()*+,;="
@@ -53,8 +53,9 @@ def _bucket_url(scheme: str, driver: str, body: str, url: str) -> Spec:
         raise SpecError(f"invalid {scheme} URL {url!r}: query strings and fragments are not "
                         "supported")
     spec: Spec = {"driver": driver, "bucket": parts.netloc}
-    if parts.path.strip("/"):
-        spec["path"] = parts.path.strip("/")
+    path = _unquote(parts.path, url).strip("/")  # percent-encoded, as `to_url` writes it
+    if path:
+        spec["path"] = path
     return spec
 
 
@@ -142,17 +143,24 @@ def _http_from_url(scheme: str) -> Callable[[str, Spec | None, str], Spec]:
     return from_url
 
 
+def _http_join(base: str, path: str) -> str:
+    """`base` with `path` appended to its path: before its query (a token, a signature)."""
+    if not path:
+        return base
+    parts = urlsplit(base)
+    joined = parts.path.rstrip("/") + "/" + quote(path, safe=_SAFE)
+    return urlunsplit(parts._replace(path=joined))
+
+
 def _http_to_url(spec: Spec) -> str:
-    path = str(spec.get("path", "")).strip("/")
-    return spec["base_url"].rstrip("/") + (f"/{quote(path, safe=_SAFE)}" if path else "")
+    return _http_join(spec["base_url"].rstrip("/"), str(spec.get("path", "")).strip("/"))
 
 
 def _http_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
     base = spec.get("base_url")
     if not isinstance(base, str) or not base.startswith(("http://", "https://")):
         raise SpecError(f"kvstore spec {spec!r}: 'base_url' must be an http(s) URL")
-    path = _clean(spec.get("path", ""), spec)
-    base = base.rstrip("/") + (f"/{quote(path, safe=_SAFE)}" if path else "")
+    base = _http_join(base.rstrip("/"), _clean(spec.get("path", ""), spec))
     loc = Location("http", base, "", ro.http_options(_storage(spec, options)))
     return ObjectStore(loc, read_only=True), ""
 
