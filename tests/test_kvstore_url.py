@@ -251,3 +251,23 @@ def test_register_custom_driver(monkeypatch):
     assert kvstore_spec_to_url({"driver": "dummy", "path": "x"}) == "dummy://x"
     with pytest.raises(SpecError, match="already registered"):
         register_kvstore_driver(KvStoreDriver("dummy", open_dummy))
+
+
+@pytest.mark.parametrize("as_type", [str, pathlib.Path])
+@pytest.mark.parametrize("name", ["x.zip", "archive"])
+def test_zip_spec_with_plain_path_base_to_url(tmp_path, as_type, name):
+    # A plain path as `base` names the archive file itself, as when opening it.
+    spec = {"driver": "zip", "base": as_type(tmp_path / name), "path": "g"}
+    url = kvstore_spec_to_url(spec)
+    assert url == f"file://{tmp_path}/{name}|zip:g"
+    store, path = open_kvstore(url, mode="w")
+    with store:
+        assert store.path == str(tmp_path / name) and path == "g"
+
+
+def test_relative_file_path_has_no_url():
+    # TensorStore refuses too: "file://rel/x" would name a host "rel", not the relative path.
+    for spec in ({"driver": "file", "path": "rel/x"},
+                 {"driver": "zip", "base": {"driver": "file", "path": "rel/x.zip"}}):
+        with pytest.raises(SpecError, match="relative"):
+            kvstore_spec_to_url(spec)

@@ -8,7 +8,14 @@ import zipfile
 
 import pytest
 
-from zarrkit.errors import CorruptDataError, InvalidKeyError, ReadOnlyError, SpecError, StoreError
+from zarrkit.errors import (
+    CorruptDataError,
+    InvalidKeyError,
+    NotSupportedError,
+    ReadOnlyError,
+    SpecError,
+    StoreError,
+)
 from zarrkit.kvstore import ByteRange, ZipStore
 
 
@@ -291,3 +298,35 @@ def test_unclosed_writable_store_warns(path):
     with pytest.warns(ResourceWarning, match="never closed"):
         store.__del__()
     store.close()
+
+
+def test_unsupported_compression_method_is_a_store_error(path):
+    # Deflate64 (method 9, e.g. Windows Explorer's large archives) is beyond zipfile.
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("k", b"value" * 100)
+    data = bytearray(path.read_bytes())
+    for signature, at in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):
+        start = data.index(signature) + at
+        data[start:start + 2] = (9).to_bytes(2, "little")
+    path.write_bytes(bytes(data))
+    with ZipStore(path) as store:
+        assert store.size("k") == 500
+        for byte_range in (None, ByteRange(1, 2)):
+            with pytest.raises(NotSupportedError, match=r"'k'.*method 9"):
+                store.get("k", byte_range)
+
+
+def test_directory_refused_at_open_in_write_mode(tmp_path):
+    folder = tmp_path / "d.zip"
+    folder.mkdir()
+    with pytest.raises(StoreError, match="directory"):
+        ZipStore(folder, "w")
+    assert os.listdir(tmp_path) == ["d.zip"]  # no temp archive left behind
+
+
+def test_key_too_long_for_zip_is_invalid(path):
+    with ZipStore(path, "w") as store:
+        with pytest.raises(InvalidKeyError, match="65535"):
+            store.set("é" * 40000, b"x")  # 80000 bytes in UTF-8: beyond a zip name's length field
+        store.set("k", b"v")
+    assert _names(path) == ["k"]

@@ -140,7 +140,11 @@ def _file_from_url(body: str, base: Spec | None, url: str) -> Spec:
 
 
 def _file_to_url(spec: Spec) -> str:
-    return "file://" + quote(_spec_path(spec, spec), safe=_SAFE)
+    path = _spec_path(spec, spec)
+    if not path.startswith("/"):  # "file://rel/x" would name the host "rel"
+        raise SpecError(f"kvstore spec {spec!r} has no URL form: file URLs need an absolute "
+                        f"path, not the relative {path!r}")
+    return "file://" + quote(path, safe=_SAFE)
 
 
 def _file_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
@@ -188,13 +192,18 @@ def _zip_to_url(spec: Spec) -> str:
     return "zip:" + quote(_spec_path(spec, spec), safe=_SAFE)
 
 
+def _base_spec(base: object) -> Spec:
+    """An adapter's `base` as a spec: a plain local path names the file itself (the archive),
+    not the store `normalize_kvstore_spec` would open there."""
+    if isinstance(base, str | os.PathLike) and not _looks_like_url(os.fspath(base)):
+        return {"driver": "file", "path": os.path.abspath(base)}
+    return normalize_kvstore_spec(base)
+
+
 def _zip_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
     if "base" not in spec:
         raise SpecError(f"kvstore spec {spec!r}: the zip driver requires 'base'")
-    base = spec["base"]
-    if isinstance(base, str | os.PathLike) and not _looks_like_url(os.fspath(base)):
-        base = {"driver": "file", "path": os.path.abspath(base)}  # a plain path to the archive
-    base = normalize_kvstore_spec(base)
+    base = _base_spec(spec["base"])
     if base.get("driver") != "file":
         raise SpecError(f"kvstore spec {spec!r}: the zip driver needs a 'file' base, "
                         f"not {base.get('driver')!r}")
@@ -256,7 +265,7 @@ def kvstore_spec_to_url(spec: Mapping[str, Any]) -> str:
     try:
         own = driver.to_url(spec)
         if driver.adapter:
-            return kvstore_spec_to_url(spec["base"]) + "|" + own
+            return kvstore_spec_to_url(_base_spec(spec["base"])) + "|" + own
     except KeyError as e:  # a driver's required member is missing
         raise SpecError(f"kvstore spec {spec!r} has no URL form: member {e} is missing") from None
     except UnicodeEncodeError:  # lone surrogates cannot be percent-encoded

@@ -31,6 +31,7 @@ validation applies to every requested key. Non-key members survive compaction un
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -43,7 +44,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import CorruptDataError, InvalidKeyError, SpecError, StoreError
+from ..errors import CorruptDataError, InvalidKeyError, NotSupportedError, SpecError, StoreError
 from ._util import byte_view, local_path, pread_exact, resolve_range
 from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
 
@@ -81,6 +82,8 @@ class ZipStore(KvStore):
             raise SpecError(f"zip store mode {mode!r} contradicts read_only={read_only}")
         super().__init__(read_only=read_only)
         self.path = local_path(path, "zip store")
+        if os.path.isdir(self.path):  # mode "w" would only fail in close(), after every write
+            raise StoreError(errno.EISDIR, f"cannot open zip store {self.path!r}: it is a directory")
         self.mode = mode
         self.compression = compression
         self.compresslevel = compresslevel
@@ -207,6 +210,10 @@ class ZipStore(KvStore):
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
             raise CorruptDataError(f"zip store {self.path!r}: cannot decode entry "
                                    f"{info.filename!r}: {exc}") from exc
+        except NotImplementedError as exc:  # a method zipfile lacks, e.g. Deflate64 or zstd
+            raise NotSupportedError(f"cannot read {info.filename!r} from zip store {self.path!r}: "
+                                    f"compression method {info.compress_type} is not "
+                                    "supported") from exc
 
     def _open_member(self, info: zipfile.ZipInfo) -> zipfile.ZipExtFile:
         self._check_open()
@@ -230,6 +237,9 @@ class ZipStore(KvStore):
 
     # -- writing -----------------------------------------------------------------------------
     def _set(self, key: str, value: Buffer) -> None:
+        if len(key.encode()) > 0xFFFF:  # the zip headers' name length is 16 bits
+            raise InvalidKeyError(f"invalid zip store key {key[:40]!r}...: longer than 65535 "
+                                  "bytes in UTF-8")
         data = byte_view(value)
         info = zipfile.ZipInfo(key, date_time=time.localtime()[:6])
         info.compress_type = self.compression
