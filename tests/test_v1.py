@@ -136,3 +136,14 @@ def test_v1_converts_to_v3_and_upgrades_in_place(tmp_path):
     upgraded = zarrkit.upgrade_metadata(tmp_path / "v1")
     assert upgraded.zarr_format == 3 and not (tmp_path / "v1" / "meta").exists()
     assert_same(zarrkit.open(tmp_path / "v1", mode="r")[...], data)
+
+
+def test_v1_bytes_fill_value_is_the_text_itself(tmp_path):
+    """zarr 1.x wrote fill_value as is (no base64, unlike v2): "ab" was refused as invalid
+    base64, and "abcd" read as its base64 decoding."""
+    for fill in ("ab", "abcd"):
+        path = tmp_path / fill
+        write_v1(path, np.array([b"q"] * 4, "|S4"), (2,), fill_value=fill)
+        (path / "1").unlink()
+        a = zarrkit.open(path, mode="r")
+        assert a[...].tolist() == [b"q", b"q", fill.encode(), fill.encode()]

@@ -313,3 +313,34 @@ def test_random_writes_match_numpy_and_zarr_python(tmp_path_factory, case):
         model[region] = values
     assert_same(a[...], model)
     assert_same(zarr_read(path), model)
+
+
+# -- found in review -----------------------------------------------------------------------------
+
+
+def test_vlen_bytes_fill_value_both_directions(tmp_path):
+    """zarr-python 3 writes a vlen-bytes fill value in base64; missing chunks read as it."""
+    from zarr.core.dtype import VariableLengthBytes
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = zarr.create_array(str(tmp_path / "theirs"), shape=(4,), chunks=(2,),
+                                   dtype=VariableLengthBytes(), fill_value=b"x", zarr_format=2)
+        theirs[:2] = np.array([b"a", b""], dtype=object)
+    assert zarrkit.open(tmp_path / "theirs", mode="r")[...].tolist() == [b"a", b"", b"x", b"x"]
+    ours = zarrkit.create(tmp_path / "ours", shape=(4,), chunks=(2,), dtype=bytes,
+                          fill_value=b"x", zarr_format=2)
+    ours[:2] = np.array([b"a", b""], dtype=object)
+    assert zarr_read(tmp_path / "ours").tolist() == [b"a", b"", b"x", b"x"]
+
+
+@pytest.mark.parametrize("dtype", ["<M8[s]", "<m8[ms]", "<f8", "|S2"])
+def test_null_fill_value_reads_like_zarr_python(tmp_path, dtype):
+    """A .zarray with fill_value null (what zarr-python writes for fill_value=None): missing
+    chunks of datetime/timedelta arrays are NaT there, not the epoch / zero."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zarr.create_array(str(tmp_path), shape=(3,), chunks=(2,), dtype=dtype, fill_value=None,
+                          zarr_format=2)
+    assert json.loads((tmp_path / ".zarray").read_text())["fill_value"] is None
+    assert_same(zarrkit.open(tmp_path, mode="r")[...], zarr_read(tmp_path))

@@ -206,3 +206,73 @@ def test_info_describes_v2_arrays():
     rows = dict(a.info.rows())
     assert rows["Zarr format"] == "2" and rows["Data type"] == ">u2"
     assert rows["Codecs"] == "delta, zlib"
+
+
+# -- found in review -------------------------------------------------------------------------
+
+
+def test_text_fill_value_of_fixed_length_bytes_is_the_text_not_base64():
+    """zarr-python (and NumPy) take fill_value="abcd" for '|S4' as b"abcd"; it was decoded as
+    base64 into b'i\\xb7\\x1d' (and "ab" was refused as invalid base64)."""
+    store = MemoryStore()
+    a = zarrkit.create(store, shape=(3,), chunks=(2,), dtype="S4", fill_value="abcd",
+                       zarr_format=2)
+    assert a.fill_value == b"abcd" and a[...].tolist() == [b"abcd"] * 3
+    assert json.loads(store.get(".zarray"))["fill_value"] == "YWJjZA=="
+    b = zarrkit.create(MemoryStore(), shape=(2,), dtype="S3", fill_value="ab", zarr_format=2)
+    assert b[...].tolist() == [b"ab", b"ab"]
+
+
+@pytest.mark.parametrize("dtype", [
+    [["a", "<i4", [2**40]]], [["a", "<i4", [2**20, 2**20, 2**20]]],
+    [["a", "|V2000000000"], ["b", "|V2000000000"]]], ids=str)
+def test_structured_dtypes_too_large_for_numpy_are_data_type_errors(dtype):
+    """NumPy's ValueError ("does not fit into a C int") escaped from opening the array."""
+    with pytest.raises(DataTypeError, match=r"dtype"):
+        ArrayMetadataV2.from_json(zarray(dtype=dtype, fill_value=None))
+
+
+@pytest.mark.parametrize("compressor, filters", [
+    ({"id": "zlib", "level": 99}, None), ({"id": "bz2", "level": 0}, None),
+    ({"id": "blosc", "shuffle": 7}, None), ({"id": "lz4", "acceleration": "x"}, None),
+    (None, [{"id": "fixedscaleoffset", "offset": 0, "scale": "a", "dtype": "<i4"}]),
+], ids=str)
+def test_codec_failing_to_encode_is_a_codec_error_naming_it(compressor, filters):
+    """numcodecs checks some settings only when encoding: zlib.error, ValueError or TypeError
+    escaped from the write."""
+    a = zarrkit.create(MemoryStore(), shape=(4,), chunks=(2,), dtype="<i4", zarr_format=2,
+                       compressor=compressor, filters=filters)
+    name = (filters or [compressor])[0]["id"]
+    with pytest.raises(CodecError, match=f"'{name}'.*cannot encode"):
+        a[...] = np.arange(4)
+
+
+def test_non_strings_in_a_string_array_are_a_codec_error():
+    a = zarrkit.create(MemoryStore(), shape=(2,), dtype=str, zarr_format=2)
+    with pytest.raises(CodecError, match="'vlen-utf8'.*cannot encode"):
+        a[...] = np.arange(2)
+
+
+def test_null_fill_value_of_datetimes_reads_as_nat():
+    """zarr-python reads a missing chunk of a '<M8'/'<m8' array with fill_value null as NaT
+    (its default); zarrkit read 1970-01-01 / 0, a valid-looking value."""
+    for typestr in ("<M8[s]", ">m8[ms]"):
+        md = ArrayMetadataV2.from_json(zarray(dtype=typestr, fill_value=None))
+        assert md.fill_value is None and np.isnat(md.effective_fill_value)
+    md = ArrayMetadataV2.from_json(zarray(dtype="<i4", fill_value=None))
+    assert md.effective_fill_value == 0
+
+
+def test_vlen_bytes_fill_value_is_base64():
+    """zarr-python 3 writes a vlen-bytes fill value in base64 ("eA==" for b"x"); zarrkit read
+    it as the bytes b"eA==" and could not write a bytes fill value at all (not JSON)."""
+    doc = zarray(dtype="|O", filters=[{"id": "vlen-bytes"}], fill_value="eA==")
+    md = ArrayMetadataV2.from_json(doc)
+    assert md.effective_fill_value == b"x" and md.to_json()["fill_value"] == "eA=="
+    store = MemoryStore()
+    a = zarrkit.create(store, shape=(2,), chunks=(1,), dtype=bytes, fill_value=b"\x00\xff",
+                       zarr_format=2)
+    assert json.loads(store.get(".zarray"))["fill_value"] == "AP8="
+    assert zarrkit.open(store, mode="r")[...].tolist() == [b"\x00\xff"] * 2
+    a[0] = b"y"
+    assert zarrkit.open(store, mode="r")[...].tolist() == [b"y", b"\x00\xff"]

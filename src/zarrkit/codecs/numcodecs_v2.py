@@ -77,6 +77,7 @@ class V2ChunkCodec(ArrayBytesCodec):
         self.filter_json = list(filters or ())
         self.compressor_json = compressor
         prefix = f"{where}: " if where else ""
+        self._prefix = prefix
         self.filters = tuple(load_numcodec(f, where=f"{prefix}filters[{i}]")
                              for i, f in enumerate(self.filter_json))
         self.compressor = None if compressor is None else \
@@ -105,16 +106,25 @@ class V2ChunkCodec(ArrayBytesCodec):
             data: Any = np.array(array, dtype=self.stored, order="C")
         else:
             data = _buffer_view(np.ascontiguousarray(array, dtype=self.stored))
-        for codec in self.filters:
-            data = codec.encode(data)
+        for codec, config in zip(self.filters, self.filter_json, strict=True):
+            data = self._encode(codec, config, data)
         if isinstance(data, np.ndarray) and data.dtype.hasobject:
             raise CodecError("v2 chunk: the filters left an object array; an object codec "
                              "such as vlen-utf8 must come first")
         if self.compressor is not None:
-            data = self.compressor.encode(data)
+            data = self._encode(self.compressor, self.compressor_json, data)
         if isinstance(data, bytes | bytearray):
             return data
         return memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+
+    def _encode(self, codec: Numcodec, config: dict[str, Any], data: Any) -> Any:
+        """`codec.encode`, its library's errors as CodecError: numcodecs checks some settings
+        (zlib's level, blosc's shuffle) and the values of object arrays only here."""
+        try:
+            return codec.encode(data)
+        except Exception as e:  # noqa: BLE001 - each codec library raises its own types
+            raise CodecError(f"{self._prefix}codec {config['id']!r} cannot encode a chunk: "
+                             f"{type(e).__name__}: {e}") from e
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         chunk: Any = data

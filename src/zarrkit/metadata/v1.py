@@ -65,6 +65,13 @@ def _fill_json(value: Any) -> Any:
     return value
 
 
+def _parse_fill(data_type: DataTypeV2, value: Any, where: str) -> Any:
+    """zarr 1.x wrote the fill value as it was: bytes as their text (v2 uses base64)."""
+    if data_type.kind == "bytes" and isinstance(value, str):
+        return data_type.cast_fill_value(value, where=where)
+    return data_type.parse_fill_value(_fill_json(value), where=where)
+
+
 @dataclass(frozen=True)
 class ArrayMetadataV1(ArrayMetadataV2):
     """A v1 array: the v2 model with the v1 document kept for `to_json`. Read only."""
@@ -85,8 +92,7 @@ class ArrayMetadataV1(ArrayMetadataV2):
             shape=_tuple(doc["shape"], where, "shape"),
             chunks=_tuple(doc["chunks"], where, "chunks"), data_type=data_type,
             compressor=compressor_config(doc["compression"], doc["compression_opts"], where),
-            fill_value=data_type.parse_fill_value(_fill_json(doc["fill_value"]),
-                                                  where=f"{where}: fill_value"),
+            fill_value=_parse_fill(data_type, doc["fill_value"], f"{where}: fill_value"),
             order=doc["order"], filters=None, dimension_separator=None,
             attributes={} if attributes is None else attributes, where=where, source=doc)
 

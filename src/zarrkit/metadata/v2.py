@@ -8,6 +8,8 @@ ignored") are kept and written back unchanged.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -112,8 +114,10 @@ class ArrayMetadataV2:
         self._set("shape", shape)
         self._set("chunks", chunks)
         self._set("data_type", data_type)
-        self._set("fill_value", data_type.cast_fill_value(self.fill_value,
-                                                         where=f"{where}: fill_value"))
+        fill = data_type.cast_fill_value(self.fill_value, where=f"{where}: fill_value")
+        if self._object_codec() == "vlen-bytes" and isinstance(fill, str):
+            fill = fill.encode()  # a user's text (from_json has decoded the JSON's base64)
+        self._set("fill_value", fill)
         self._set("attributes", parse_attributes(self.attributes, f"{where}: attributes"))
         self._set("_fill", self._effective_fill())
         self._set("_chain", self._build_chain())
@@ -126,11 +130,12 @@ class ArrayMetadataV2:
         return ids[0] if ids else None
 
     def _effective_fill(self) -> Any:
-        """The value chunks are filled with: `null` reads as zeros (as TensorStore and
-        zarr-python do); variable-length strings get strings, as their codec needs."""
+        """The value chunks are filled with: `null` reads as zarr-python's default (zeros, as
+        TensorStore; NaT for datetimes and timedeltas); variable-length strings get strings, as
+        their codec needs."""
         value, data_type = self.fill_value, self.data_type
         if data_type.kind != "object":
-            return np.zeros((), data_type.dtype)[()] if value is None else value
+            return data_type.default_fill_value() if value is None else value
         codec = self._object_codec()
         if codec == "vlen-utf8":
             return "" if value is None else value if isinstance(value, str) else str(value)
@@ -207,7 +212,7 @@ class ArrayMetadataV2:
             shape=_tuple(doc["shape"], where, "shape"), chunks=_tuple(doc["chunks"], where,
                                                                       "chunks"),
             data_type=data_type, compressor=compressor,
-            fill_value=data_type.parse_fill_value(doc["fill_value"], where=f"{where}: fill_value"),
+            fill_value=_parse_fill(data_type, filters, doc["fill_value"], f"{where}: fill_value"),
             order=doc["order"], filters=filters,
             dimension_separator=doc.get("dimension_separator"),
             attributes={} if attributes is None else attributes,
@@ -222,8 +227,7 @@ class ArrayMetadataV2:
             "chunks": list(self.chunks),
             "dtype": self.data_type.to_json(),
             "compressor": self.compressor,
-            "fill_value": self.data_type.fill_value_to_json(self.fill_value)
-            if self.fill_value_json is ... else self.fill_value_json,
+            "fill_value": self._fill_json(),
             "order": self.order,
             "filters": self.filters,
         }
@@ -232,11 +236,31 @@ class ArrayMetadataV2:
         doc.update(self.extra)
         return doc
 
+    def _fill_json(self) -> Any:
+        if self.fill_value_json is not ...:
+            return self.fill_value_json
+        if self._object_codec() == "vlen-bytes" and isinstance(self.fill_value, bytes):
+            return base64.standard_b64encode(self.fill_value).decode("ascii")  # as zarr-python 3
+        return self.data_type.fill_value_to_json(self.fill_value)
+
     def evolve(self, **changes: Any) -> ArrayMetadataV2:
         """A copy with `changes` applied, re-validated (e.g. shape for resize, attributes)."""
         if "fill_value" in changes:
             changes.setdefault("fill_value_json", ...)
         return dataclasses.replace(self, **changes)
+
+
+def _parse_fill(data_type: DataTypeV2, filters: Any, value: Any, where: str) -> Any:
+    """The `fill_value` member; a vlen-bytes array's is base64, as zarr-python 3 writes it (as for
+    '|S'), or else the text itself (zarr-python 2 wrote the value as it was)."""
+    fill = data_type.parse_fill_value(value, where=where)
+    if data_type.kind == "object" and isinstance(fill, str) and filters \
+            and filters[0]["id"] == "vlen-bytes":
+        try:
+            return base64.b64decode(fill, validate=True)
+        except binascii.Error:
+            return fill.encode()
+    return fill
 
 
 def _tuple(value: Any, where: str, name: str) -> Any:

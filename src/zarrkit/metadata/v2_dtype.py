@@ -85,7 +85,14 @@ def _field(entry: Any, where: str) -> tuple[str, np.dtype]:
     if not isinstance(shape, list | tuple) or not all(is_int(n) and n > 0 for n in shape):
         raise DataTypeError(f"{where}[2]: expected a list of positive integers (the subarray "
                             f"shape), got {describe(shape)}")
-    return entry[0], np.dtype((base, tuple(shape)))
+    return entry[0], _numpy_dtype((base, tuple(shape)), where)
+
+
+def _numpy_dtype(spec: Any, where: str) -> np.dtype:
+    try:
+        return np.dtype(spec)
+    except (TypeError, ValueError) as e:  # e.g. sizes that do not fit NumPy's C int
+        raise DataTypeError(f"{where}: not a NumPy data type: {e}") from None
 
 
 def _structured(value: list[Any], where: str) -> np.dtype:
@@ -104,7 +111,8 @@ def _structured(value: list[Any], where: str) -> np.dtype:
             formats.append(dtype)
             offsets.append(offset)
         offset += dtype.itemsize
-    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": offset})
+    return _numpy_dtype({"names": names, "formats": formats, "offsets": offsets,
+                         "itemsize": offset}, where)
 
 
 def _parse(value: Any, where: str) -> np.dtype:
@@ -241,6 +249,8 @@ class DataTypeV2:
                 value = value.item()
             if isinstance(value, bool | int | float):
                 return self.parse_fill_value(value, where=where)
+        if kind == "bytes" and isinstance(value, str):
+            value = value.encode()  # text, as NumPy and zarr-python take it (not the base64 JSON)
         if kind in ("bytes", "raw", "struct") and isinstance(value, bytes | np.void):
             return self._from_bytes(bytes(value) if isinstance(value, bytes)
                                     else np.asarray(value).tobytes(), where,
