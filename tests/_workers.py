@@ -15,12 +15,10 @@ schedule of writes each child performs, and how a written value encodes which wr
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import random
 import select
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -147,20 +145,28 @@ def apply(tags: np.ndarray, op: Op) -> np.ndarray:
 
 # -- progress shared with the checker ------------------------------------------------------------
 class Progress:
-    """A counter in a small shared file: the child bumps it after each completed write."""
+    """A counter shared with the checker: the length of a small append-only file, one byte per
+    completed write. (A counter in a shared memory map was tried first: now and then the
+    checker read 0 after the killed child had read back its own later value; a file's length,
+    kept by the kernel's write path, has not shown that.)"""
 
     def __init__(self, path: str) -> None:
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        os.ftruncate(self._fd, 8)
-        self._map = mmap.mmap(self._fd, 8)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._count = os.fstat(self._fd).st_size
 
     def set(self, value: int) -> None:
-        struct.pack_into("<q", self._map, 0, value)
+        if value < self._count:
+            os.ftruncate(self._fd, value)
+        elif value > self._count:
+            os.write(self._fd, b"+" * (value - self._count))
+        self._count = value
+
+    def close(self) -> None:
+        os.close(self._fd)
 
     @staticmethod
     def read(path: str) -> int:
-        with open(path, "rb") as f:
-            return struct.unpack("<q", f.read(8))[0]
+        return os.stat(path).st_size
 
 
 # -- jobs (run in forked children) ---------------------------------------------------------------

@@ -54,7 +54,9 @@ def zygote():
 def _kill_after_delay(zygote: Zygote, rng: random.Random, progress: str, job: str,
                       **args: object) -> int:
     """Run `job` for a random moment, SIGKILL it, and return how many writes it completed."""
-    Progress(progress).set(0)
+    reset = Progress(progress)
+    reset.set(0)
+    reset.close()
     pid = zygote.fork(job, progress=progress, **args)
     time.sleep(rng.uniform(0.001, MAX_DELAY))
     status = zygote.kill(pid)
