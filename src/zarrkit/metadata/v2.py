@@ -126,8 +126,7 @@ class ArrayMetadataV2:
         object.__setattr__(self, name, value)  # frozen: normalize fields during construction
 
     def _object_codec(self) -> str | None:
-        ids = [f.get("id") for f in self.filters or ()]
-        return ids[0] if ids else None
+        return _first_filter_id(self.filters)
 
     def _effective_fill(self) -> Any:
         """The value chunks are filled with: `null` reads as zarr-python's default (zeros, as
@@ -250,12 +249,18 @@ class ArrayMetadataV2:
         return dataclasses.replace(self, **changes)
 
 
+def _first_filter_id(filters: Any) -> str | None:
+    """The id of the first filter: an object array's codec (vlen-utf8, vlen-bytes, ...)."""
+    ids = [f.get("id") for f in filters or ()]
+    return ids[0] if ids else None
+
+
 def _parse_fill(data_type: DataTypeV2, filters: Any, value: Any, where: str) -> Any:
     """The `fill_value` member; a vlen-bytes array's is base64, as zarr-python 3 writes it (as for
     '|S'), or else the text itself (zarr-python 2 wrote the value as it was)."""
     fill = data_type.parse_fill_value(value, where=where)
-    if data_type.kind == "object" and isinstance(fill, str) and filters \
-            and filters[0]["id"] == "vlen-bytes":
+    if data_type.kind == "object" and isinstance(fill, str) \
+            and _first_filter_id(filters) == "vlen-bytes":
         try:
             return base64.b64decode(fill, validate=True)
         except binascii.Error:
