@@ -144,7 +144,9 @@ def _http_from_url(scheme: str) -> Callable[[str, Spec | None, str], Spec]:
 
 
 def _http_join(base: str, path: str) -> str:
-    """`base` with `path` appended to its path: before its query (a token, a signature)."""
+    """`base` (without trailing slashes) with `path` appended to its path: before its query
+    (a token, a signature)."""
+    base = base.rstrip("/")
     if not path:
         return base
     parts = urlsplit(base)
@@ -153,14 +155,14 @@ def _http_join(base: str, path: str) -> str:
 
 
 def _http_to_url(spec: Spec) -> str:
-    return _http_join(spec["base_url"].rstrip("/"), str(spec.get("path", "")).strip("/"))
+    return _http_join(spec["base_url"], str(spec.get("path", "")).strip("/"))
 
 
 def _http_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
     base = spec.get("base_url")
     if not isinstance(base, str) or not base.startswith(("http://", "https://")):
         raise SpecError(f"kvstore spec {spec!r}: 'base_url' must be an http(s) URL")
-    base = _http_join(base.rstrip("/"), _clean(spec.get("path", ""), spec))
+    base = _http_join(base, _clean(spec.get("path", ""), spec))
     loc = Location("http", base, "", ro.http_options(_storage(spec, options)))
     return ObjectStore(loc, read_only=True), ""
 
