@@ -76,7 +76,8 @@ def s3_options(endpoint: str) -> dict[str, Any]:
 class _Handler(SimpleHTTPRequestHandler):
     """Static files with byte ranges; `/forbidden/...` answers 403, `/unauthorized/...` 401,
     `/flaky/...` fails with 503 the first `flaky_failures` times each path is asked for, and
-    `/broken/...` always fails with 503."""
+    `/broken/...` always fails with 503. Ranged answers carry an ETag (weak when the server's
+    `weak_etags` is set) and honour `If-Match` (412 when it differs), as nginx does."""
 
     server: _Server
 
@@ -116,7 +117,18 @@ class _Handler(SimpleHTTPRequestHandler):
         self._send_range(path, match.group(1), match.group(2))
 
     def _send_range(self, path: str, first: str, last: str) -> None:
-        size = os.path.getsize(path)
+        st = os.stat(path)
+        size = st.st_size
+        etag = f'"{st.st_ino:x}-{st.st_mtime_ns:x}-{size:x}"'
+        if self.server.weak_etags:
+            etag = "W/" + etag
+        wanted = (self.headers.get("If-Match") or "*").strip()
+        # If-Match compares strongly: a weak tag never matches one.
+        if wanted != "*" and (wanted != etag or etag.startswith("W/")):
+            self.send_response(412)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if first:
             start, stop = int(first), min(int(last) + 1 if last else size, size)
         else:  # a suffix: the last N bytes
@@ -133,6 +145,7 @@ class _Handler(SimpleHTTPRequestHandler):
         self.send_response(206)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{size}")
+        self.send_header("ETag", etag)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -150,6 +163,7 @@ class _Server(ThreadingHTTPServer):
         self.attempts: dict[str, int] = {}
         self.flaky_failures = flaky_failures
         self.requests = 0
+        self.weak_etags = False
 
         def handler(*args: Any) -> _Handler:
             return _Handler(*args, directory=root)

@@ -7,6 +7,9 @@ racing a write can never leave the old data cached after the write.
 
 `CacheBinding` is what an array's engine holds: the pool, the store's identity and the
 revalidation bound (entries older than `min_time()` are not served).
+
+`ShardIndexCache` is separate and always on: each handle's decoded shard indexes, used only
+for reads checked against the shard's generation (docs/concurrency.md, "Shard indexes").
 """
 
 from __future__ import annotations
@@ -153,3 +156,45 @@ class CacheBinding:
 
     def invalidate_prefix(self, prefix: str) -> None:
         self.cache.invalidate_prefix(self.store_id, prefix)
+
+
+class ShardIndexCache:
+    """An array handle's decoded shard indexes, each with the generation of the shard it was
+    read from (`KvStore.get_with_generation`); least recently used evicted first. Readers use
+    an entry only for reads checked against that generation, so an entry can be old but never
+    wrong: a replaced shard fails the check and its index is read again."""
+
+    def __init__(self, total_bytes_limit: int = 16 << 20) -> None:
+        self.total_bytes_limit = total_bytes_limit
+        self._entries: OrderedDict[str, tuple[np.ndarray, Any]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> tuple[np.ndarray, Any] | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: str, index: np.ndarray, generation: Any) -> None:
+        if index.nbytes > self.total_bytes_limit:
+            return
+        index = index.view()
+        index.flags.writeable = False  # shared by every reader
+        with self._lock:
+            old = self._entries.pop(key, None)
+            self._bytes += index.nbytes - (0 if old is None else old[0].nbytes)
+            self._entries[key] = (index, generation)
+            while self._bytes > self.total_bytes_limit:
+                self._bytes -= self._entries.popitem(last=False)[1][0].nbytes
+
+    def discard(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            for key in keys:
+                old = self._entries.pop(key, None)
+                if old is not None:
+                    self._bytes -= old[0].nbytes

@@ -16,14 +16,18 @@ import numpy as np
 
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
-from ..errors import CorruptDataError
+from ..errors import CorruptDataError, StoreError
 from ..indexing import ChunkProjection, Plan
-from ..kvstore.base import Buffer, ByteRange, KvStore
+from ..kvstore.base import Buffer, ByteRange, GenerationMismatch, KvStore
 from ..scratch import empty, fault_in, scratch
+from .cache import ShardIndexCache
 from .executor import concurrency, ensure_concurrency, io_width, run_all
 from .limits import LimitedStore, bounded
 
 _EMPTY = np.uint64(2**64 - 1)
+#: Reads of one shard, each with a freshly read index, before a shard that is replaced during
+#: every one of them is reported.
+_SHARD_ATTEMPTS = 4
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,8 @@ class ChunkedArray:
     #: Bounds (engine/limits.py) on this array's concurrent tasks and store I/O; None: none.
     copy_limit: Any = None
     io_limit: Any = None
+    #: The shard indexes read through this handle (engine/cache.py).
+    shard_indexes: ShardIndexCache = field(default_factory=ShardIndexCache, compare=False)
     sharding: ShardingCodec | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -302,23 +308,27 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
 
 def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
                         members: list[Any]) -> list[tuple[Buffer | None, ChunkProjection, str]]:
-    """Read a shard's index, then only the inner chunks the selection needs (one batch)."""
+    """The shard's index, then only the inner chunks the selection needs (one batch)."""
     key = arr.key(shard)
-    index = _shard_index(arr, sharding, shard)
-    if index is None:
-        return [(None, p, key) for _, p in members]
-    found: list[tuple[Buffer | None, ChunkProjection, str]] = []
-    requests, pending = [], []
-    for within, p in members:
-        offset, nbytes = index[within]
-        if offset == _EMPTY:
-            found.append((None, p, key))
-        else:
-            requests.append((key, ByteRange(int(offset), int(nbytes))))
-            pending.append(p)
-    for (_, rng), p, data in zip(requests, pending, arr.store.get_many(requests), strict=True):
-        found.append((_inner_bytes(key, rng, data), p, key))
-    return found
+
+    def fetch(index: np.ndarray | None, generation: Any) -> list[Any]:
+        if index is None:
+            return [(None, p, key) for _, p in members]
+        found: list[tuple[Buffer | None, ChunkProjection, str]] = []
+        ranges, pending = [], []
+        for within, p in members:
+            offset, nbytes = index[within]
+            if offset == _EMPTY:
+                found.append((None, p, key))
+            else:
+                ranges.append(ByteRange(int(offset), int(nbytes)))
+                pending.append(p)
+        fetched = arr.store.get_ranges_if(key, ranges, generation)
+        for rng, p, data in zip(ranges, pending, fetched, strict=True):
+            found.append((_inner_bytes(key, rng, data), p, key))
+        return found
+
+    return _with_index(arr, sharding, shard, fetch)
 
 
 def _inner_bytes(key: str, rng: ByteRange, data: Buffer | None) -> Buffer:
@@ -355,20 +365,52 @@ def _read_boxes(arr: ChunkedArray, sharding: ShardingCodec, groups: list[Any], o
             rest.append((shard, sub))
     limit = arr.copy_limit
     indexes = _run(arr, bounded(limit, lambda b: _shard_index(arr, sharding, b[0])), boxes, inline)
-    slabs = [(arr.key(shard), index, slab)
-             for (shard, box, rows), index in zip(boxes, indexes, strict=True) if index is not None
+    slabs = [(shard, found, slab)
+             for (shard, box, rows), found in zip(boxes, indexes, strict=True) if found[0] is not None
              for slab in _slabs(sharding, shard, box, rows)]
-    for (_, box, _), index in zip(boxes, indexes, strict=True):
+    for (_, box, _), (index, _) in zip(boxes, indexes, strict=True):
         if index is None:  # a missing shard
             out[box[2]] = arr.fill_value
     _run(arr, bounded(limit, lambda s: _read_slab(arr, sharding, *s, out)), slabs, inline)
     return rest
 
 
-def _shard_index(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...]
-                 ) -> np.ndarray | None:
-    index_bytes = arr.store.get(arr.key(shard), sharding.index_byte_range())
-    return None if index_bytes is None else sharding.decode_index(index_bytes)
+def _shard_index(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
+                 fresh: bool = False) -> tuple[np.ndarray | None, Any]:
+    """The shard's index and the generation of the shard it was read from (None, None for a
+    missing shard); from the handle's cache unless `fresh`."""
+    key = arr.key(shard)
+    if not fresh:
+        hit = arr.shard_indexes.get(key)
+        if hit is not None:
+            return hit
+    data, generation = arr.store.get_with_generation(key, sharding.index_byte_range())
+    if data is None:
+        return None, None
+    index = sharding.decode_index(data)
+    if generation is not None:
+        arr.shard_indexes.put(key, index, generation)
+    return index, generation
+
+
+def _with_index(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
+                read: Callable[[np.ndarray | None, Any], Any],
+                known: tuple[np.ndarray | None, Any] | None = None) -> Any:
+    """`read(index, generation)`: reads of inner chunks checked against the generation the
+    index came from (`known`, or the cache's, or the store's), so that a shard replaced since
+    cannot be read at the old index's offsets. Retried with a fresh index when it was."""
+    key = arr.key(shard)
+    for attempt in range(_SHARD_ATTEMPTS):
+        if attempt == 0 and known is not None:
+            index, generation = known
+        else:
+            index, generation = _shard_index(arr, sharding, shard, fresh=attempt > 0)
+        try:
+            return read(index, generation)
+        except GenerationMismatch:
+            arr.shard_indexes.discard([key])
+    raise StoreError(f"shard {key!r} was replaced during each of {_SHARD_ATTEMPTS} attempts to "
+                     "read it")
 
 
 def _slabs(sharding: ShardingCodec, shard: tuple[int, ...], box: _Box, rows: int) -> list[_Box]:
@@ -386,8 +428,21 @@ def _slabs(sharding: ShardingCodec, shard: tuple[int, ...], box: _Box, rows: int
     return slabs
 
 
-def _read_slab(arr: ChunkedArray, sharding: ShardingCodec, key: str, index: np.ndarray,
-               slab: _Box, out: np.ndarray) -> None:
+def _read_slab(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
+               found: tuple[np.ndarray | None, Any], slab: _Box, out: np.ndarray) -> None:
+    key, region = arr.key(shard), slab[2]
+
+    def read(index: np.ndarray | None, generation: Any) -> None:
+        if index is None:  # the shard was deleted meanwhile
+            out[region] = arr.fill_value
+        else:
+            _read_slab_of(arr, sharding, key, index, generation, slab, out)
+
+    _with_index(arr, sharding, shard, read, found)
+
+
+def _read_slab_of(arr: ChunkedArray, sharding: ShardingCodec, key: str, index: np.ndarray,
+                  generation: Any, slab: _Box, out: np.ndarray) -> None:
     first, counts, region = slab
     entries = index[tuple(slice(f, f + c) for f, c in zip(first, counts, strict=True))]
     shape, dest = sharding.inner.spec.shape, out[region]
@@ -396,15 +451,17 @@ def _read_slab(arr: ChunkedArray, sharding: ShardingCodec, key: str, index: np.n
     direct = all(c == 1 for c in counts[1:]) and \
         _contiguous_run(dest, (counts[0] * shape[0], *shape[1:]))
     raw = memoryview(dest).cast("B") if direct else None
-    block = _decode_box(arr, sharding.inner, key, entries.reshape(-1, 2), math.prod(counts), raw)
+    block = _decode_box(arr, sharding.inner, key, generation, entries.reshape(-1, 2),
+                        math.prod(counts), raw)
     if not direct:
         _place_box(block.reshape(counts + shape), dest)
 
 
-def _decode_box(arr: ChunkedArray, inner: CodecChain, key: str, entries: np.ndarray,
-                count: int, raw: memoryview | None = None) -> np.ndarray:
-    """`count` inner chunks (their index entries, in C order) decoded into `raw`, by default
-    this thread's box buffer: shape (count, chunk elements); missing chunks hold the fill value."""
+def _decode_box(arr: ChunkedArray, inner: CodecChain, key: str, generation: Any,
+                entries: np.ndarray, count: int, raw: memoryview | None = None) -> np.ndarray:
+    """`count` inner chunks (their index entries, in C order) of the shard of `generation`,
+    decoded into `raw`, by default this thread's box buffer: shape (count, chunk elements);
+    missing chunks hold the fill value."""
     nbytes = inner.spec.nbytes
     raw = scratch(count * nbytes, "box") if raw is None else raw
     block = np.frombuffer(raw, inner.spec.dtype).reshape(count, -1)
@@ -412,9 +469,10 @@ def _decode_box(arr: ChunkedArray, inner: CodecChain, key: str, entries: np.ndar
     if not present.all():
         block[~present] = arr.fill_value
     positions = np.flatnonzero(present).tolist()
-    requests = [(key, ByteRange(o, n)) for o, n in entries[present].tolist()]
-    fetched = arr.store.get_many_transient(requests)  # consumed before the next read
-    for k, (_, rng), data in zip(positions, requests, fetched, strict=True):
+    ranges = [ByteRange(o, n) for o, n in entries[present].tolist()]
+    # Fetched in full before `raw` is touched; consumed before this thread's next read.
+    fetched = arr.store.get_ranges_if(key, ranges, generation, transient=True)
+    for k, rng, data in zip(positions, ranges, fetched, strict=True):
         data = _inner_bytes(key, rng, data)
         try:
             inner.decode_into(data, raw[k * nbytes:(k + 1) * nbytes])
@@ -478,6 +536,8 @@ def write(arr: ChunkedArray, plan: Plan, value: Any) -> None:
     finally:
         if arr.cache is not None:  # after the store changed: racing reads cannot re-cache
             arr.cache.invalidate(_written_keys(arr, plan))
+        if arr.sharding is not None:  # (stale ones would only cost a failed checked read)
+            arr.shard_indexes.discard(_written_keys(arr, plan))
 
 
 def _written_keys(arr: ChunkedArray, plan: Plan) -> set[str]:

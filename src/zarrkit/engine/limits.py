@@ -11,7 +11,7 @@ never the other way round, so the bounds cannot deadlock.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -81,6 +81,16 @@ class LimitedStore:
                            ) -> list[Buffer | None]:
         with slot(self._limit):
             return self._store.get_many_transient(requests)
+
+    def get_with_generation(self, key: str, byte_range: ByteRange | None = None
+                            ) -> tuple[Buffer | None, Hashable | None]:
+        with slot(self._limit):
+            return self._store.get_with_generation(key, byte_range)
+
+    def get_ranges_if(self, key: str, ranges: Sequence[ByteRange], generation: Hashable | None,
+                      transient: bool = False) -> list[Buffer | None]:
+        with slot(self._limit):
+            return self._store.get_ranges_if(key, ranges, generation, transient)
 
     def set(self, key: str, value: Buffer) -> None:
         with slot(self._limit):

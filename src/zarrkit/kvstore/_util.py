@@ -84,3 +84,17 @@ def pread_exact(fd: int, nbytes: int, offset: int) -> bytes:
         parts.append(part)
         got += len(part)
     return b"".join(parts)
+
+
+def coalesce(spans: list[tuple[int, int, int]], gap: int) -> list[list[tuple[int, int, int]]]:
+    """Group (start, stop, index) spans, sorted by start, whose gaps are below `gap`."""
+    groups: list[list[tuple[int, int, int]]] = []
+    group_stop = -1
+    for span in spans:
+        if groups and span[0] <= group_stop + gap:
+            groups[-1].append(span)
+            group_stop = max(group_stop, span[1])
+        else:
+            groups.append([span])
+            group_stop = span[1]
+    return groups

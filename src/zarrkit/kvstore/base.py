@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidKeyError, ReadOnlyError
+from ..errors import InvalidKeyError, ReadOnlyError, StoreError
 from ._keylocks import KeyLocks
 
 Buffer = bytes | bytearray | memoryview
+
+
+class GenerationMismatch(StoreError):
+    """A generation-checked read (`KvStore.get_ranges_if`) found the key holding another value,
+    or none: what the caller derived from the value it read before (a shard's index) is stale."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +143,24 @@ class KvStore(ABC):
         """`get_many`, but the results may live in this thread's scratch memory, which its next
         transient read reuses: they must be consumed before then, and never kept."""
         return self.get_many(requests)
+
+    def get_with_generation(self, key: str, byte_range: ByteRange | None = None
+                            ) -> tuple[Buffer | None, Hashable | None]:
+        """`get`, and the generation of the value it read: a token that changes whenever the
+        key gets a new value. None when the store cannot tell (then nothing derived from the
+        value may be reused for a later read) or the key is missing."""
+        return self.get(key, byte_range), None
+
+    def get_ranges_if(self, key: str, ranges: Sequence[ByteRange], generation: Hashable | None,
+                      transient: bool = False) -> list[Buffer | None]:
+        """Ranges of `key`'s value, all read from the value of `generation` (as returned by
+        `get_with_generation`); `GenerationMismatch` if the key now holds another value or
+        none. A `generation` of None reads unchecked (`get_many`, or `get_many_transient`)."""
+        if generation is not None:  # only stores that hand out generations get them back
+            raise GenerationMismatch(f"{self.driver or 'this'} store has no generations "
+                                     f"to check {key!r} against")
+        requests = [(key, rng) for rng in ranges]
+        return self.get_many_transient(requests) if transient else self.get_many(requests)
 
     def exists(self, key: str) -> bool:
         return self.get(key, ByteRange(0, 0)) is not None

@@ -38,7 +38,7 @@ import struct
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,8 +46,23 @@ import numpy as np
 from ..errors import InvalidKeyError, SpecError, StoreError
 from ..scratch import SCRATCH_LIMIT, empty, scratch
 from . import _openat2
-from ._util import MAX_IO, byte_view, local_path, pread_exact, pread_into, resolve_range
-from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
+from ._util import (
+    MAX_IO,
+    byte_view,
+    coalesce,
+    local_path,
+    pread_exact,
+    pread_into,
+    resolve_range,
+)
+from .base import (
+    Buffer,
+    ByteRange,
+    GenerationMismatch,
+    KvStore,
+    validate_key,
+    validate_prefix,
+)
 
 LOCK_DIR = ".zarrkit-locks"
 #: Ranges of one file whose gap is smaller than this are fetched with a single read.
@@ -107,18 +122,9 @@ def _wrap(exc: OSError, action: str, key: str, root: str) -> StoreError:
     return StoreError(exc.errno, message) if exc.errno is not None else StoreError(message)
 
 
-def _coalesce(spans: list[tuple[int, int, int]], gap: int) -> list[list[tuple[int, int, int]]]:
-    """Group (start, stop, index) spans, sorted by start, whose gaps are below `gap`."""
-    groups: list[list[tuple[int, int, int]]] = []
-    group_stop = -1
-    for span in spans:
-        if groups and span[0] <= group_stop + gap:
-            groups[-1].append(span)
-            group_stop = max(group_stop, span[1])
-        else:
-            groups.append([span])
-            group_stop = span[1]
-    return groups
+def _generation(st: os.stat_result) -> Hashable:
+    # Writes replace the file (a new inode); the times and size catch in-place rewriters.
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _rebuild(root: str, read_only: bool, fsync: bool) -> FileStore:
@@ -200,8 +206,8 @@ class FileStore(KvStore):
                 return None
         return self._open_checked(path, flags, key, allow_root)
 
-    def _open_value(self, key: str) -> tuple[int, int] | None:
-        """(fd, size) of the regular file holding `key`, or None if there is no such value."""
+    def _open_value(self, key: str) -> tuple[int, os.stat_result] | None:
+        """(fd, stat) of the regular file holding `key`, or None if there is no such value."""
         fd = self._open_in_root(key, self._path(key), _READ_FLAGS, key)
         if fd is None:
             return None
@@ -213,7 +219,7 @@ class FileStore(KvStore):
         if not stat.S_ISREG(st.st_mode):  # a directory (or device, FIFO) is not a value
             os.close(fd)
             return None
-        return fd, st.st_size
+        return fd, st
 
     # -- reading -----------------------------------------------------------------------------
     def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
@@ -226,17 +232,26 @@ class FileStore(KvStore):
         return self._read(key, None, True)
 
     def _read(self, key: str, byte_range: ByteRange | None, transient: bool) -> Buffer | None:
+        return self._read_stat(key, byte_range, transient)[0]
+
+    def get_with_generation(self, key: str, byte_range: ByteRange | None = None
+                            ) -> tuple[Buffer | None, Hashable | None]:
+        value, st = self._read_stat(key, byte_range, False)
+        return value, None if st is None else _generation(st)
+
+    def _read_stat(self, key: str, byte_range: ByteRange | None, transient: bool
+                   ) -> tuple[Buffer | None, os.stat_result | None]:
         try:
             opened = self._open_value(key)
             if opened is None:
-                return None
-            fd, size = opened
+                return None, None
+            fd, st = opened
             try:
-                start, stop = (0, size) if byte_range is None else resolve_range(byte_range, size)
+                start, stop = resolve_range(byte_range, st.st_size)
                 if transient and _TRANSIENT_MIN <= stop - start <= SCRATCH_LIMIT:
                     buffer = scratch(stop - start, "read")
-                    return buffer[:pread_into(fd, buffer, start)]
-                return pread_exact(fd, stop - start, start)
+                    return buffer[:pread_into(fd, buffer, start)], st
+                return pread_exact(fd, stop - start, start), st
             finally:
                 os.close(fd)
         except StoreError:
@@ -277,15 +292,35 @@ class FileStore(KvStore):
                 raise _wrap(exc, "read", key, self.root) from exc
         return results
 
+    def get_ranges_if(self, key: str, ranges: Sequence[ByteRange], generation: Hashable | None,
+                      transient: bool = False) -> list[Buffer | None]:
+        """The ranges from the file that held the value of `generation` (checked on the open
+        descriptor they are read from, so a replacement cannot slip in between)."""
+        if generation is None:
+            return super().get_ranges_if(key, ranges, generation, transient)
+        results: list[Buffer | None] = [None] * len(ranges)
+        try:
+            self._get_ranges(key, list(enumerate(ranges)), results, transient, generation)
+        except StoreError:
+            raise
+        except OSError as exc:
+            raise _wrap(exc, "read", key, self.root) from exc
+        return results
+
     def _get_ranges(self, key: str, items: list[tuple[int, ByteRange | None]],
-                    results: list[Buffer | None], transient: bool) -> None:
-        opened = self._open_value(key)
+                    results: list[Buffer | None], transient: bool,
+                    generation: Hashable | None = None) -> None:
+        opened = self._open_value(validate_key(key))
+        if generation is not None and (opened is None or _generation(opened[1]) != generation):
+            if opened is not None:
+                os.close(opened[0])
+            raise GenerationMismatch(f"{key!r} in file store {self.root!r} holds a new value")
         if opened is None:
             return
-        fd, size = opened
+        fd, size = opened[0], opened[1].st_size
         try:
             spans = sorted((*resolve_range(rng, size), index) for index, rng in items)
-            groups = [(g, g[0][0], max(span[1] for span in g)) for g in _coalesce(spans, COALESCE_GAP)]
+            groups = [(g, g[0][0], max(span[1] for span in g)) for g in coalesce(spans, COALESCE_GAP)]
             total = sum(stop - start for _, start, stop in groups)
             if transient and total <= SCRATCH_LIMIT:
                 buffer = scratch(total, "read")  # reused: no page faults on fresh memory
@@ -312,7 +347,7 @@ class FileStore(KvStore):
         if opened is None:
             return None
         os.close(opened[0])
-        return opened[1]
+        return opened[1].st_size
 
     # -- listing -----------------------------------------------------------------------------
     def _prefix_dir(self, prefix: str) -> str:

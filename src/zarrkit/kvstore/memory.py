@@ -12,22 +12,26 @@ Spec JSON follows TensorStore's shape: a named store is `{"driver": "memory", "p
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator, Sequence
+from itertools import count
 from typing import Any, ClassVar
 
 from ..errors import InvalidKeyError
 from ._keylocks import KeyLocks
 from ._util import as_bytes, resolve_range
-from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
+from .base import Buffer, ByteRange, GenerationMismatch, KvStore, validate_key, validate_prefix
 
 
 class _Data:
     """The mutable state of one memory store, shared by its writable and read-only handles."""
 
-    __slots__ = ("values", "lock", "key_locks")
+    __slots__ = ("values", "versions", "serials", "lock", "key_locks")
 
     def __init__(self) -> None:
         self.values: dict[str, bytes] = {}
+        # Each value's generation: a number no earlier value had (drawn under `lock`).
+        self.versions: dict[str, int] = {}
+        self.serials = count(1)
         self.lock = threading.Lock()
         # Read-modify-write locks must be shared by every handle on the same data.
         self.key_locks = KeyLocks()
@@ -81,6 +85,26 @@ class MemoryStore(KvStore):
         start, stop = resolve_range(byte_range, len(value))
         return value[start:stop]
 
+    def get_with_generation(self, key: str, byte_range: ByteRange | None = None
+                            ) -> tuple[Buffer | None, Hashable | None]:
+        validate_key(key)
+        with self._lock:  # the value and its version as one
+            value, version = self._values.get(key), self._data.versions.get(key)
+        if value is None:
+            return None, None
+        return value[slice(*resolve_range(byte_range, len(value)))], version
+
+    def get_ranges_if(self, key: str, ranges: Sequence[ByteRange], generation: Hashable | None,
+                      transient: bool = False) -> list[Buffer | None]:
+        if generation is None:
+            return super().get_ranges_if(key, ranges, generation, transient)
+        validate_key(key)
+        with self._lock:
+            value, version = self._values.get(key), self._data.versions.get(key)
+        if value is None or version != generation:
+            raise GenerationMismatch(f"{key!r} in {self!r} holds a new value")
+        return [value[slice(*resolve_range(rng, len(value)))] for rng in ranges]
+
     def exists(self, key: str) -> bool:
         return validate_key(key) in self._values
 
@@ -99,10 +123,12 @@ class MemoryStore(KvStore):
         data = as_bytes(value)  # copy before taking the lock: callers may reuse their buffer
         with self._lock:
             self._values[key] = data
+            self._data.versions[key] = next(self._data.serials)
 
     def _delete(self, key: str) -> None:
         with self._lock:
             self._values.pop(key, None)
+            self._data.versions.pop(key, None)
 
     def delete_prefix(self, prefix: str) -> None:
         self._check_writable(prefix or "<root>")
@@ -110,9 +136,11 @@ class MemoryStore(KvStore):
         with self._lock:
             if not prefix:
                 self._values.clear()
+                self._data.versions.clear()
                 return
             for key in [k for k in self._values if k.startswith(prefix)]:
                 del self._values[key]
+                del self._data.versions[key]
 
     # -- description -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -48,13 +48,17 @@ from ..errors import (
     StoreUnreachableError,
 )
 from ._remote_options import RemoteOptions
-from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
+from ._util import coalesce
+from .base import Buffer, ByteRange, GenerationMismatch, KvStore, validate_key, validate_prefix
 
 LOCK_DIR = ".zarrkit-locks"
 LEASE_SECONDS = 60.0
 LOCK_WAIT_SECONDS = 300.0
 #: In-flight requests for one `get_many`, and what the engine's pool is grown to for this store.
 CONCURRENCY = 32
+#: Ranges of one object closer than this are fetched by one request (object_store's own
+#: coalescing distance for `get_ranges`).
+COALESCE_GAP = 1 << 20
 
 
 def _obstore() -> Any:
@@ -234,6 +238,63 @@ class ObjectStore(KvStore):
             return memoryview(self._obs.get(self._client, key, options=options).bytes())
         except Exception as exc:  # noqa: BLE001 - sorted into missing / past the end / errors
             return self._get_failed(exc, key)
+
+    def get_with_generation(self, key: str, byte_range: ByteRange | None = None
+                            ) -> tuple[Buffer | None, Hashable | None]:
+        """The value and its ETag (None for a weak one, which `If-Match` never matches)."""
+        validate_key(key)
+        if byte_range is not None and byte_range.length == 0:
+            return self.get(key, byte_range), None
+        try:
+            options = {} if byte_range is None else {"range": _range_option(byte_range)}
+            result = self._obs.get(self._client, key, options=options)
+            value = memoryview(result.bytes())
+        except Exception as exc:  # noqa: BLE001
+            return self._get_failed(exc, key), None
+        etag = result.meta.get("e_tag")
+        return value, etag if etag and not etag.startswith("W/") else None
+
+    def get_ranges_if(self, key: str, ranges: Sequence[ByteRange], generation: Hashable | None,
+                      transient: bool = False) -> list[Buffer | None]:
+        """Nearby ranges in one request each, all conditional on the ETag (`If-Match`)."""
+        if generation is None:
+            return super().get_ranges_if(key, ranges, generation, transient)
+        validate_key(key)
+        results: list[Buffer | None] = [None] * len(ranges)
+        _Loop.run(self._fetch_if(key, ranges, str(generation), results))
+        return results
+
+    async def _fetch_if(self, key: str, ranges: Sequence[ByteRange], etag: str,
+                        results: list[Buffer | None]) -> None:
+        spans = []
+        for i, rng in enumerate(ranges):
+            if rng.offset >= 0 and rng.length is not None:  # (the engine asks only these)
+                spans.append((rng.offset, rng.offset + rng.length, i))
+            else:
+                results[i] = (await self._get_range_if(key, _range_option(rng), etag)) or b""
+
+        async def group(spans: list[tuple[int, int, int]]) -> None:
+            start, stop = spans[0][0], max(span[1] for span in spans)
+            data = memoryview(b"") if stop == start else \
+                await self._get_range_if(key, (start, stop), etag)
+            for lo, hi, i in spans:
+                results[i] = data[lo - start:hi - start]
+
+        await asyncio.gather(*(group(g) for g in coalesce(sorted(spans), COALESCE_GAP)))
+
+    async def _get_range_if(self, key: str, rng: Any, etag: str) -> memoryview:
+        """One range of the value whose ETag is `etag`; empty when it lies past the end."""
+        try:
+            result = await self._obs.get_async(self._client, key,
+                                               options={"range": rng, "if_match": etag})
+            return memoryview(await result.bytes_async())
+        except Exception as exc:  # noqa: BLE001
+            if _is_missing(exc) or isinstance(exc, self._obs.exceptions.PreconditionError):
+                raise GenerationMismatch(f"{key!r} in {self.location.url} holds a new "
+                                         "value") from None
+            if _is_unsatisfiable(exc):
+                return memoryview(b"")
+            raise self._fail(exc, "read", key) from None
 
     def _get_failed(self, exc: BaseException, key: str) -> Buffer | None:
         if _is_missing(exc):

@@ -1,0 +1,261 @@
+"""Shard indexes cached per array handle, and reads of inner chunks checked against the
+generation of the shard their index came from (so a shard replaced meanwhile is never read at
+its old offsets)."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+import zarrkit
+from zarrkit.engine.cache import ShardIndexCache
+from zarrkit.errors import StoreError
+from zarrkit.kvstore import ByteRange, FileStore, MemoryStore, ZipStore, open_kvstore
+from zarrkit.kvstore.base import GenerationMismatch
+
+SHAPE = (64, 64)
+OLD = np.arange(64 * 64, dtype="uint16").reshape(SHAPE)  # compresses well
+NEW = np.random.default_rng(1).integers(0, 60000, SHAPE, dtype="uint16")  # barely at all
+
+
+class _Spy:
+    """A store that counts index reads (the only `get_with_generation` calls of the engine)
+    and can run a hook right after one, as if another writer acted at that moment."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.index_reads = 0
+        self.after_index_read = None  # called once
+        self.after_every_index_read = None
+
+    def get_with_generation(self, key, byte_range=None):
+        found = super().get_with_generation(key, byte_range)
+        self.index_reads += 1
+        hook, self.after_index_read = self.after_index_read, None
+        for fn in (hook, self.after_every_index_read):
+            if fn is not None:
+                fn()
+        return found
+
+
+class SpyMemory(_Spy, MemoryStore):
+    pass
+
+
+class SpyFile(_Spy, FileStore):
+    pass
+
+
+@pytest.fixture(params=["memory", "file"])
+def store(request, tmp_path):
+    return SpyMemory() if request.param == "memory" else SpyFile(tmp_path / "a")
+
+
+def _create(store, data=OLD):
+    arr = zarrkit.create(store, shape=SHAPE, dtype="uint16", chunks=(8, 8), shards=(32, 32),
+                         compressors=[{"name": "zstd", "configuration": {"level": 1}}])
+    arr[...] = data
+    return arr
+
+
+# Two kinds of reads take different paths: whole inner chunks (decoded as a box) and parts.
+SELECTIONS = [(slice(0, 16), slice(8, 32)), (slice(3, 5), slice(3, 13))]
+
+
+@pytest.mark.parametrize("sel", SELECTIONS)
+def test_a_handle_reads_each_shard_index_once(store, sel):
+    _create(store)
+    reader = zarrkit.open_array(store)
+    store.index_reads = 0
+    for _ in range(3):
+        np.testing.assert_array_equal(reader[sel], OLD[sel])
+    assert store.index_reads == 1
+    np.testing.assert_array_equal(reader[40:42, 40:42], OLD[40:42, 40:42])  # another shard
+    assert store.index_reads == 2
+    assert len(zarrkit.open_array(store)._engine.shard_indexes) == 0  # per handle: cold
+
+
+@pytest.mark.parametrize("sel", SELECTIONS)
+def test_a_shard_replaced_by_another_writer_is_read_anew(store, sel):
+    _create(store)
+    reader = zarrkit.open_array(store)
+    np.testing.assert_array_equal(reader[sel], OLD[sel])  # its index is now cached
+    zarrkit.open_array(store)[...] = NEW
+    np.testing.assert_array_equal(reader[sel], NEW[sel])
+    np.testing.assert_array_equal(reader[...], NEW)
+
+
+@pytest.mark.parametrize("sel", SELECTIONS)
+def test_a_shard_replaced_between_index_and_chunks_is_read_again(store, sel):
+    # Read at the old index's offsets, the new shard's bytes are garbage (or wrong values).
+    _create(store)
+    reader, writer = zarrkit.open_array(store), zarrkit.open_array(store)
+
+    def replace():
+        writer[...] = NEW
+
+    store.index_reads, store.after_index_read = 0, replace
+    np.testing.assert_array_equal(reader[sel], NEW[sel])
+    assert store.index_reads == 2  # the stale index, then the new one
+
+
+@pytest.mark.parametrize("sel", SELECTIONS)
+def test_a_shard_deleted_after_its_index_was_cached_reads_as_fill(store, sel):
+    _create(store)
+    reader = zarrkit.open_array(store)
+    np.testing.assert_array_equal(reader[sel], OLD[sel])
+    zarrkit.open_array(store)[0:32, 0:32] = 0  # the fill value: the shard is deleted
+    assert not store.exists("c/0/0")
+    np.testing.assert_array_equal(reader[sel], 0)
+
+
+def test_a_shard_deleted_between_index_and_chunks_reads_as_fill(store):
+    _create(store)
+    reader, writer = zarrkit.open_array(store), zarrkit.open_array(store)
+
+    def delete():
+        writer[0:32, 0:32] = 0
+
+    store.after_index_read = delete
+    np.testing.assert_array_equal(reader[0:16, 8:32], 0)
+
+
+@pytest.mark.parametrize("sel", SELECTIONS)
+def test_a_shard_replaced_during_every_attempt_is_an_error(store, sel):
+    _create(store)
+    reader, writer = zarrkit.open_array(store), zarrkit.open_array(store)
+    flip = [OLD, NEW]
+
+    def replace():
+        flip.reverse()
+        writer[0:32, 0:32] = flip[0][0:32, 0:32]
+
+    store.after_every_index_read = replace
+    with pytest.raises(StoreError, match=r"shard 'c/0/0' was replaced during each of 4 attempts"):
+        reader[sel]
+
+
+def test_own_writes_drop_the_cached_index(store):
+    arr = _create(store)
+    np.testing.assert_array_equal(arr[0:8, 0:8], OLD[0:8, 0:8])
+    assert len(arr._engine.shard_indexes) == 1
+    arr[0:32, 0:32] = NEW[0:32, 0:32]
+    assert len(arr._engine.shard_indexes) == 0
+    store.index_reads = 0
+    np.testing.assert_array_equal(arr[0:8, 0:8], NEW[0:8, 0:8])
+    assert store.index_reads == 1
+
+
+def test_stores_without_generations_read_unchecked(tmp_path):
+    path = tmp_path / "a.zip"
+    store = ZipStore(path, "w")
+    _create(store)
+    store.close()
+    reader = zarrkit.open_array(ZipStore(path, "r"))
+    assert reader.store.get_with_generation("c/0/0")[1] is None
+    for _ in range(2):
+        np.testing.assert_array_equal(reader[3:5, 3:13], OLD[3:5, 3:13])
+    assert len(reader._engine.shard_indexes) == 0
+
+
+def test_the_index_cache_is_bounded_least_recently_used_first():
+    cache = ShardIndexCache(total_bytes_limit=350)
+    index = np.zeros((4, 4, 2), np.uint64)  # 256 bytes
+    small = np.zeros((8,), np.uint64)  # 64 bytes
+    cache.put("a", small, 1)
+    cache.put("b", small, 2)
+    cache.put("c", small, 3)
+    assert cache.get("a")[1] == 1  # now the most recently used
+    cache.put("d", index, 4)  # 3 * 64 + 256 > 350: the least recently used go
+    assert cache.get("b") is None and cache.get("c") is None
+    assert cache.get("a") is not None and cache.get("d")[1] == 4
+    cache.put("huge", np.zeros(1000, np.uint64), 5)  # larger than the whole cache: not kept
+    assert cache.get("huge") is None and cache.get("d") is not None
+    assert not cache.get("a")[0].flags.writeable  # shared by readers: read-only
+    cache.discard(["a", "d", "missing"])
+    assert len(cache) == 0
+
+
+# -- the store contract -----------------------------------------------------------------------
+
+def _check_generations(store, key="k"):
+    store.set(key, b"0123456789")
+    value, gen = store.get_with_generation(key, ByteRange.suffix(3))
+    assert bytes(value) == b"789" and gen is not None
+    assert store.get_with_generation(key)[1] == gen  # unchanged value, same generation
+    got = store.get_ranges_if(key, [ByteRange(0, 2), ByteRange(8, 5), ByteRange(50, 2)], gen)
+    assert [bytes(g) for g in got] == [b"01", b"89", b""]
+    store.set(key, b"9876543210")  # same size, other bytes (S3's ETag is their MD5)
+    with pytest.raises(GenerationMismatch, match="holds a new value"):
+        store.get_ranges_if(key, [ByteRange(0, 2)], gen)
+    gen = store.get_with_generation(key)[1]
+    store.delete(key)
+    with pytest.raises(GenerationMismatch):
+        store.get_ranges_if(key, [ByteRange(0, 2)], gen)
+    assert store.get_with_generation(key) == (None, None)
+    store.set(key, b"abc")
+    got = store.get_ranges_if(key, [ByteRange(1, 1)], None)  # None: unchecked
+    assert [bytes(g) for g in got] == [b"b"]
+
+
+def test_memory_store_generations():
+    _check_generations(MemoryStore())
+
+
+def test_file_store_generations(tmp_path):
+    _check_generations(FileStore(tmp_path / "s"))
+    store = FileStore(tmp_path / "s")
+    store.set("x", b"abcd")
+    gen = store.get_with_generation("x")[1]
+    with open(tmp_path / "s" / "x", "r+b") as f:  # another program rewriting it in place
+        f.write(b"ABCDE")
+    with pytest.raises(GenerationMismatch):
+        store.get_ranges_if("x", [ByteRange(0, 1)], gen)
+
+
+# -- remote stores ----------------------------------------------------------------------------
+
+def test_s3_generations_are_etags():
+    pytest.importorskip("obstore")
+    pytest.importorskip("moto")
+    from _loopback import make_bucket, moto_s3, s3_options
+
+    with moto_s3() as endpoint:
+        bucket = f"b-{uuid.uuid4().hex[:12]}"
+        make_bucket(endpoint, bucket)
+        url = f"s3://{bucket}/root"
+        opts = s3_options(endpoint)
+        store, _ = open_kvstore(url, storage_options=opts)
+        _check_generations(store)
+        _create(store)
+        reader = zarrkit.open_array(url, storage_options=opts)
+        for sel in SELECTIONS:
+            np.testing.assert_array_equal(reader[sel], OLD[sel])
+        assert len(reader._engine.shard_indexes) == 1
+        zarrkit.open_array(url, storage_options=opts)[...] = NEW
+        for sel in SELECTIONS:
+            np.testing.assert_array_equal(reader[sel], NEW[sel])
+
+
+@pytest.mark.parametrize("weak", [False, True])
+def test_http_generations_are_strong_etags(tmp_path, weak):
+    pytest.importorskip("obstore")
+    from _loopback import http_server
+
+    root = tmp_path / "served"
+    _create(FileStore(root / "a.zarr"))
+    with http_server(str(root)) as server:
+        server.weak_etags = weak
+        url = f"{server.url}/a.zarr"
+        http, path = open_kvstore(url)
+        gen = http.get_with_generation(f"{path}/c/0/0".lstrip("/"), ByteRange.suffix(8))[1]
+        assert (gen is None) == weak  # If-Match never matches a weak tag: not used
+        reader = zarrkit.open_array(url)
+        for sel in SELECTIONS:
+            np.testing.assert_array_equal(reader[sel], OLD[sel])
+        assert len(reader._engine.shard_indexes) == (0 if weak else 1)
+        zarrkit.open_array(str(root / "a.zarr"))[...] = NEW
+        for sel in SELECTIONS:
+            np.testing.assert_array_equal(reader[sel], NEW[sel])
