@@ -120,6 +120,12 @@ class Context:
     def to_json(self) -> dict[str, Any]:
         return copy.deepcopy(self._json)
 
+    def flat_json(self) -> dict[str, Any]:
+        """This context's entries over its parents': a spec retaining the context then still
+        finds the resources its entries refer to in the parents."""
+        parent = self._parent.flat_json() if self._parent is not None else {}
+        return {**parent, **self.to_json()}
+
     def resource(self, ref: Any, kind: str, where: str = "context") -> Any:
         """The resource a spec member names: a reference string ("cache_pool#a"), an inline
         object (a new, unshared resource), or None (the default of that kind)."""
@@ -146,6 +152,8 @@ class Context:
                 resource = _make(_kind(name, where), value, f"context.{name}")
         elif self._parent is not None:
             resource = self._parent._named(name, where, seen)
+        elif "#" in name:  # only a kind's bare name has a default; an "#id" must be defined
+            raise SpecError(f"{where}: context resource {name!r} is not defined")
         else:
             resource = _make(_kind(name, where), None, f"context.{name}")
         with self._lock:

@@ -19,7 +19,7 @@ from ..errors import SelectionError, SpecError
 from ..kvstore import MemoryStore, kvstore_spec
 from .chunk_layout import ChunkLayout
 from .context import CachePool, Context
-from .schema import CodecSpec, Schema
+from .schema import CodecSpec, Schema, dtype_name
 from .spec import Spec
 from .transform import IndexDomain, IndexTransform
 from .units import Units
@@ -98,6 +98,15 @@ def kvstore_json(store: Any, path: str) -> dict[str, Any]:
     return spec
 
 
+def spec_dtype(md: Any) -> str | None:
+    """The data type's TensorStore name; None for types it has none for (v2 "|S4", records,
+    datetimes), which a spec's `dtype` could not name and its metadata describes anyway."""
+    try:
+        return dtype_name(dtype_of(md))
+    except SpecError:
+        return None
+
+
 class SpecNode:
     """TensorStore-style description, views, `spec()` and resizing for arrays."""
 
@@ -150,15 +159,17 @@ class SpecNode:
         if fmt not in (2, 3):
             raise SpecError(f"array {self.name} is Zarr v{fmt}: no TensorStore driver opens it")
         json: dict[str, Any] = {"driver": "zarr3" if fmt == 3 else "zarr",
-                                "kvstore": kvstore_json(self.store, self.path),
-                                "dtype": dtype_of(md)}
+                                "kvstore": kvstore_json(self.store, self.path)}
+        dtype = spec_dtype(md)
+        if dtype is not None:
+            json["dtype"] = dtype
         if not minimal_spec:
             json["metadata"] = md.to_json()
         state = self._open_state
         if state is not None:
             json.update(state.to_json())
-            if retain_context and state.context.to_json():
-                json["context"] = state.context.to_json()
+            if retain_context and state.context.flat_json():
+                json["context"] = state.context.flat_json()
         if self.write_empty_chunks:  # both drivers record it
             json["store_data_equal_to_fill_value"] = True
         json["transform"] = (transform or IndexTransform.identity(self.domain)).to_json()

@@ -147,7 +147,8 @@ class Schema:
                 staged._merge(Schema.from_json(item, where), where)
         shape = constraints.pop("shape", None)
         if shape is not None:
-            staged._set_domain(IndexDomain.make(shape=list(shape)), f"{where}.shape")
+            staged._set_domain(IndexDomain.make(shape=_shape(shape, f"{where}.shape")),
+                               f"{where}.shape")
         for name, value in constraints.items():
             if value is not None:
                 _SETTERS[name](staged, value, f"{where}.{name}")
@@ -275,6 +276,16 @@ class Schema:
         return f"Schema({self.to_json()!r})"
 
 
+def _shape(value: Any, where: str) -> list[int]:
+    if isinstance(value, str | bytes | dict) or not hasattr(value, "__iter__"):
+        raise SpecError(f"{where}: expected a list of sizes, got {value!r}")
+    sizes = list(value)
+    if not all(isinstance(s, int | np.integer) and not isinstance(s, bool) and s >= 0
+               for s in sizes):
+        raise SpecError(f"{where}: expected non-negative integer sizes, got {sizes!r}")
+    return [int(s) for s in sizes]
+
+
 _SETTERS = {
     "rank": Schema._set_rank, "dtype": Schema._set_dtype, "domain": Schema._set_domain,
     "chunk_layout": Schema._set_layout, "codec": Schema._set_codec,
@@ -288,7 +299,11 @@ def _cast_fill(value: Any, dtype: str, where: str) -> np.ndarray:
         return np.asarray(value, dtype=object)
     if dtype in V2_FLOAT8:
         return np.asarray(value, dtype=V2_FLOAT8[dtype])
-    data_type = DataType.parse(dtype)
+    return cast_fill(value, DataType.parse(dtype), where)
+
+
+def cast_fill(value: Any, data_type: DataType, where: str = "fill_value") -> np.ndarray:
+    """A fill value as a 0-d array of a Zarr v3 data type; SpecError if it holds no such value."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if data_type.kind == "bool" and isinstance(value, int | float | np.number):

@@ -86,8 +86,7 @@ class Spec:
     def schema(self) -> Schema:
         """The spec's own constraints (top-level dtype and rank, and `schema`)."""
         schema = Schema(self._json.get("schema"))
-        if self.driver == "zarr3":
-            schema.update(dtype=self._json.get("dtype"), rank=self._json.get("rank"))
+        schema.update(dtype=self._json.get("dtype"), rank=self._json.get("rank"))  # both drivers
         return schema
 
     def __eq__(self, other: object) -> bool:

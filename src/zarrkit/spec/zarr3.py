@@ -30,7 +30,7 @@ from .codec_spec import (
     with_inner_order,
     with_sharding,
 )
-from .schema import CodecSpec, Schema, dtype_name, fill_json, same_fill
+from .schema import CodecSpec, Schema, cast_fill, dtype_name, fill_json, same_fill
 from .transform import INF, IndexDomain
 from .units import UNITS_ATTRIBUTE, Units, merge_units, parse_units, stored_units
 
@@ -225,8 +225,7 @@ def _dimension_names(c: MetadataConstraints, labels: list[str]) -> list[str | No
 def _merged_fill(c: MetadataConstraints, schema: Schema, data_type: DataType) -> Any:
     fill = c.fill_value
     if schema.fill_value is not None:
-        wanted = np.asarray(data_type.cast_fill_value(schema.fill_value[()]),
-                            dtype=data_type.dtype)
+        wanted = cast_fill(schema.fill_value, data_type)  # as when the schema gives the dtype
         if fill is not None and not same_fill(fill, wanted):
             raise SpecError(f"metadata.fill_value {_show(fill)} does not match fill_value "
                             f"{_show(wanted)}")
@@ -241,7 +240,7 @@ def _merged_attributes(c: MetadataConstraints, schema: Schema, rank: int) -> dic
     if units is not None and len(units) != rank:
         raise SpecError(f"dimension_units: {len(units)} units for rank {rank}")
     if UNITS_ATTRIBUTE in attributes:
-        stored = parse_units(attributes[UNITS_ATTRIBUTE], f"metadata.attributes.{UNITS_ATTRIBUTE}")
+        stored = _units_attribute(attributes[UNITS_ATTRIBUTE], rank)
         units = merge_units(stored, units, "dimension_units")
     if units is not None:
         value = stored_units(units)
@@ -250,6 +249,17 @@ def _merged_attributes(c: MetadataConstraints, schema: Schema, rank: int) -> dic
         else:
             attributes[UNITS_ATTRIBUTE] = value
     return attributes
+
+
+def _units_attribute(value: Any, rank: int) -> Units:
+    """metadata.attributes.dimension_units as zarr.json holds it: one string or null per
+    dimension (what TensorStore reads back as units)."""
+    where = f"metadata.attributes.{UNITS_ATTRIBUTE}"
+    if not isinstance(value, list) or not all(v is None or isinstance(v, str) for v in value):
+        raise SpecError(f"{where}: expected a list of unit strings or nulls, got {value!r}")
+    if len(value) != rank:
+        raise SpecError(f"{where}: {len(value)} units for rank {rank}")
+    return parse_units(value, where)
 
 
 def _read_constraint(chain: ChainSpec | None, layout: ChunkLayout, rank: int) -> ChunkLayout:
@@ -293,7 +303,9 @@ def _choose_codecs(c: MetadataConstraints, schema: Schema, data_type: DataType,
     read, write = choose_chunk_shapes(shape, layout, metadata_chunk_shape=c.chunk_shape,
                                       sharding=sharding, dtype_size=data_type.item_size)
     chain = meta
-    if chain is None and read != write:
+    # A schema's sharding codec is used as it is: one inserted for the innermost (read) chunk
+    # would contradict its chunk_shape when it nests another sharding codec.
+    if chain is None and read != write and (extra is None or extra.sharding is None):
         chain = with_sharding(None, read)
     chain = merge(chain, extra, "codec.codecs", strict=False, rank=rank)
     if chain is not None and chain.sharding is not None:
@@ -505,8 +517,15 @@ def check_existing(md: Any, c: MetadataConstraints, schema: Schema) -> None:
     _check_layout(md, schema.chunk_layout)
     if schema.codec is not None:
         codec_of(md).merge(schema.codec, "codec (against the stored array)")
-    if schema.fill_value is not None:
-        stored = np.asarray(md.fill_value if is_v3(md) else md.effective_fill_value)
+    if schema.fill_value is not None and is_v3(md):
+        # Converted as on create: a value the data type cannot hold (300 for uint8) must not
+        # match by wrapping around.
+        wanted = cast_fill(schema.fill_value, md.data_type)
+        if not same_fill(np.asarray(md.fill_value), wanted):
+            raise SpecError(f"fill_value: {_show(wanted)} does not match the stored "
+                            f"array's fill value {_show(md.fill_value)}")
+    elif schema.fill_value is not None:
+        stored = np.asarray(md.effective_fill_value)
         if not same_fill(stored, schema.fill_value):
             raise SpecError(f"fill_value: {_show(schema.fill_value)} does not match the stored "
                             f"array's fill value {_show(stored)}")
