@@ -520,11 +520,23 @@ def _gather(array: np.ndarray, old: IndexDomain, inner: IndexTransform,
             index.append(np.zeros((1,) * inner.input_rank, dtype=np.intp))
             continue
         if cache[j] is None:
-            cache[j] = _coordinates(inner.output[j], inner.domain) - old.inclusive_min[j]
+            cache[j] = _positions(inner.output[j], inner.domain, old, j)
         index.append(cache[j])
     if not index:
         return array.reshape((1,) * inner.input_rank)
     return array[tuple(index)]
+
+
+def _positions(m: OutputIndexMap, domain: IndexDomain, old: IndexDomain, j: int) -> np.ndarray:
+    """Positions along axis j of an index array for `m`'s coordinates: these must lie in
+    the old domain (numpy would wrap negative positions or raise IndexError)."""
+    coords = _coordinates(m, domain)
+    lo, hi = old.inclusive_min[j], old.exclusive_max[j]
+    bad = coords[(coords < lo) | (coords >= hi)]
+    if bad.size:
+        raise SelectionError(f"index {int(bad.flat[0])} is outside the domain [{_text(lo)}, "
+                             f"{_text(hi)}) of dimension {j}, which an index array reads")
+    return coords - lo
 
 
 # -- building the transform of a selection --------------------------------------------------
@@ -572,6 +584,10 @@ def _array_terms(value: Any, group: int) -> list[tuple[Any, ...]]:
                              "None, ..., or integer/boolean arrays")
     if array.ndim == 0:
         return [("int", int(array))]
+    if array.dtype == np.uint64 and array.size and int(array.max()) >= INF:
+        # astype(int64) would wrap these to negative indices
+        raise SelectionError(f"index {int(array.max())} is outside the valid range of finite "
+                             f"indices [{-INF + 1}, {INF - 1}]")
     return [("array", array.astype(np.int64), ("array", group))]
 
 

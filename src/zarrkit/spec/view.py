@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -199,42 +200,86 @@ def _basic(transform: IndexTransform) -> tuple[tuple[Any, ...], list[int]] | Non
     return tuple(sel), refs
 
 
-def _prepare(base: Any, transform: IndexTransform) -> bool:
-    """Refresh the base's metadata if it asks for that, and check the bounds. False: empty."""
+def _prepare(base: Any, transform: IndexTransform) -> tuple[IndexTransform, bool]:
+    """Refresh the base's metadata if it asks for that, resolve the implicit bounds against
+    the array's current shape, and check the bounds. The flag: not empty."""
     refresh = getattr(base, "_before_view_io", None)
     if refresh is not None:
         refresh()
+    transform = _resolve_bounds(transform, tuple(base.shape))
     if 0 in transform.domain.shape:
-        return False
+        return transform, False
     _check_bounds(transform, tuple(base.shape))
-    return True
+    return transform, True
+
+
+def _resolve_bounds(transform: IndexTransform, shape: tuple[int, ...]) -> IndexTransform:
+    """Implicit input bounds follow the array (it may have been resized since the view was
+    made): each becomes the end of the inputs a strided output map sends into [0, size).
+    Explicit bounds stay, and are checked."""
+    d = transform.domain
+    lo, hi = list(d.inclusive_min), list(d.exclusive_max)
+    seen: set[int] = set()
+    for m, size in zip(transform.output, shape, strict=True):
+        if m.method != "single_input_dimension":
+            continue
+        j = m.input_dimension
+        first, stop = _preimage(m.offset, m.stride, size)
+        if d.implicit_lower_bounds[j]:
+            lo[j] = max(lo[j], first) if j in seen else first
+        if d.implicit_upper_bounds[j]:
+            hi[j] = min(hi[j], stop) if j in seen else stop
+        seen.add(j)
+    hi = [max(h, v) for h, v in zip(hi, lo, strict=True)]
+    if (lo, hi) == (list(d.inclusive_min), list(d.exclusive_max)):
+        return transform
+    return IndexTransform(replace(d, inclusive_min=tuple(lo), exclusive_max=tuple(hi)),
+                          transform.output)
+
+
+def _preimage(offset: int, stride: int, size: int) -> tuple[int, int]:
+    """[first, stop) of the inputs i with 0 <= offset + stride * i < size."""
+    if stride > 0:
+        return -(offset // stride), -((offset - size) // stride)  # ceil divisions
+    step = -stride
+    return -((size - 1 - offset) // step), offset // step + 1
 
 
 def read_view(base: Any, transform: IndexTransform) -> np.ndarray:
+    transform, nonempty = _prepare(base, transform)
     shape = transform.domain.shape
-    if not _prepare(base, transform):
+    if not nonempty:
         return np.empty(shape, dtype=base.dtype)
     basic = _basic(transform)
     if basic is None:
         coords = [np.broadcast_to(c, shape) for c in transform.output_coordinates()]
-        return np.ascontiguousarray(np.asarray(base.vindex[tuple(coords)]).reshape(shape))
+        return _owned(np.asarray(base.vindex[tuple(coords)]).reshape(shape))
     sel, refs = basic
     data = np.asarray(base[sel])
     rest = [j for j in range(transform.input_rank) if j not in refs]
     data = data.reshape(data.shape + (1,) * len(rest))
     order = refs + rest
     data = np.transpose(data, [order.index(j) for j in range(len(order))])
-    return np.ascontiguousarray(np.broadcast_to(data, shape))
+    return _owned(data if data.shape == shape else np.broadcast_to(data, shape))
+
+
+def _owned(data: np.ndarray) -> np.ndarray:
+    """A writable C-ordered array of the same shape (np.ascontiguousarray would make a 0-d
+    result 1-d, and broadcast results are read-only views)."""
+    if data.flags.c_contiguous and data.flags.writeable:
+        return data
+    return np.array(data, order="C")
 
 
 def write_view(base: Any, transform: IndexTransform, value: np.ndarray) -> None:
+    transform, nonempty = _prepare(base, transform)
     shape = transform.domain.shape
     try:
         value = np.broadcast_to(value, shape)
     except ValueError:
         raise SelectionError(f"cannot write a value of shape {value.shape} into a view of "
                              f"shape {shape}") from None
-    if not _prepare(base, transform):
+    if not nonempty:
         return
     basic = _basic(transform)
     if basic is None:
@@ -244,4 +289,6 @@ def write_view(base: Any, transform: IndexTransform, value: np.ndarray) -> None:
     sel, refs = basic
     rest = [j for j in range(transform.input_rank) if j not in refs]
     value = np.transpose(value, refs + rest)
-    base[sel] = value[(Ellipsis,) + (0,) * len(rest)] if rest else value
+    # Input dimensions no output reads write the same elements again: the last value wins,
+    # as with repeated indices in an index array (and in TensorStore).
+    base[sel] = value[(Ellipsis,) + (-1,) * len(rest)] if rest else value
