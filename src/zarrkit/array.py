@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +13,7 @@ from . import _resize_guard as guard
 from . import formats, storage
 from .attributes import Attributes
 from .engine import chunk_io
-from .errors import NotSupportedError, ReadOnlyError, SelectionError
+from .errors import DataTypeError, NotSupportedError, ReadOnlyError, SelectionError
 from .indexing import (
     Plan,
     basic_plan,
@@ -177,10 +178,20 @@ class Array(Node, SpecNode):
         """Plan and write while holding the shared shape lock, against the stored shape (so a
         concurrent resize/append is never interleaved with the write: docs/concurrency.md)."""
         self._check_writable()
-        value = np.asarray(value)
+        value = self._as_values(value)
         with self.store.lock_shared(guard.shape_lock_key(self.path)):
             self._follow_resize()
             self._write_planned(make_plan(), value)
+
+    def _as_values(self, value: Any) -> np.ndarray:
+        """`value` in the array's data type, cast as numpy assigns it: straight from Python
+        objects (so a tuple is one structured element and an out-of-range integer is an error,
+        not wrapped), unsafely from arrays."""
+        try:
+            return np.asarray(value, dtype=self.dtype)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise DataTypeError(f"cannot write {_short(value)} to array {self.name} of data type "
+                                f"{self.dtype}: {e}") from None
 
     def _follow_resize(self) -> None:
         """Adopt the stored metadata when another handle has changed the shape."""
@@ -196,12 +207,7 @@ class Array(Node, SpecNode):
         self._document_seen = raw
 
     def _write_planned(self, plan: Plan, value: np.ndarray) -> None:
-        try:
-            np.broadcast_shapes(value.shape, plan.out_shape)
-        except ValueError:
-            raise SelectionError(f"cannot write a value of shape {value.shape} into a "
-                                 f"selection of shape {plan.out_shape}") from None
-        chunk_io.write(self._engine, plan, value)
+        chunk_io.write(self._engine, plan, _fitted(value, plan.out_shape))
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -236,8 +242,9 @@ class Array(Node, SpecNode):
             return self._resize_spec(*shape, **options)
         items = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
         try:
-            new_shape = tuple(int(s) for s in items)
-        except (TypeError, ValueError):
+            # operator.index, not int: 2.9 or "3" is refused, never truncated (data is erased)
+            new_shape = tuple(operator.index(s) for s in items)
+        except TypeError:
             raise SelectionError(f"cannot resize array {self.name} to {shape!r}: expected "
                                  "integers") from None
         self._resize_to(new_shape)
@@ -301,7 +308,7 @@ class Array(Node, SpecNode):
         from reading the current shape to writing the data), so concurrent appends from
         several threads or processes each get their own rows."""
         self._check_writable()
-        data = np.asarray(data)
+        data = self._as_values(data)
         if data.ndim != self.ndim or not -self.ndim <= axis < self.ndim:
             raise SelectionError(f"cannot append {data.ndim}-d data to {self.ndim}-d array "
                                  f"{self.name} along axis {axis}")
@@ -393,6 +400,27 @@ class ArrayInfo:
         return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
 
     __repr__ = __str__
+
+
+def _fitted(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`value` without the leading length-1 axes numpy ignores in assignments, checked to
+    broadcast to `shape` (numpy's rule: the value's shape, not the broadcast of both)."""
+    extra = value.ndim - len(shape)
+    if extra > 0 and all(n == 1 for n in value.shape[:extra]):
+        value = value.reshape(value.shape[extra:])
+    try:
+        fits = np.broadcast_shapes(value.shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise SelectionError(f"cannot write a value of shape {value.shape} into a selection "
+                             f"of shape {shape}")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _scalar_repr(value: Any) -> str:

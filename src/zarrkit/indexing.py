@@ -85,7 +85,11 @@ def _slice_dim(sl: slice, size: int, chunk: int, axis: int) -> _Dim:
     if n:
         last = start + (n - 1) * step
         out_pos = 0
-        for c in range(start // chunk, last // chunk + 1):
+        # A step of a chunk or more puts each element in its own chunk: visit only those, not
+        # every chunk the slice spans (a[::10**6] of a long array is a few elements).
+        touched = range(start // chunk, last // chunk + 1) if step < chunk else \
+            (i // chunk for i in range(start, last + 1, step))
+        for c in touched:
             c0, c1 = c * chunk, min((c + 1) * chunk, size)
             first = start if c0 <= start else start + -(-(c0 - start) // step) * step
             if first >= c1 or first > last:
@@ -140,10 +144,10 @@ def _as_int_index(index: Any, size: int, axis: int) -> np.ndarray:
         return arr.astype(np.intp).reshape(arr.shape)
     if not np.issubdtype(arr.dtype, np.integer):
         raise SelectionError(f"index for axis {axis} must be integers or booleans, got {arr.dtype}")
-    arr = arr.astype(np.int64, copy=False)
-    if arr.min() < -size or arr.max() >= size:
-        bad = arr[(arr < -size) | (arr >= size)][0]
+    if arr.min() < -size or arr.max() >= size:  # checked before the cast: uint64 would wrap
+        bad = arr[(arr < -size) | (arr >= size)].flat[0]
         raise SelectionError(f"index {int(bad)} is out of bounds for axis {axis} with size {size}")
+    arr = arr.astype(np.int64, copy=False)
     return np.where(arr < 0, arr + size, arr)
 
 

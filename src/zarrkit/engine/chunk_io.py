@@ -238,13 +238,19 @@ def _contiguous_run(dest: Any, shape: tuple[int, ...]) -> bool:
     return type(dest) is np.ndarray and dest.shape == shape and dest.flags.c_contiguous
 
 
+def _bytes_of(dest: np.ndarray) -> memoryview:
+    """The bytes of a C-contiguous array, writable in place. Through a uint8 view: the buffer
+    protocol refuses the ml_dtypes types (bfloat16, int4) that memoryview(dest) would need."""
+    return memoryview(dest.reshape(-1).view(np.uint8))
+
+
 def _load_into(chain: CodecChain, data: Buffer | None, key: str, dest: np.ndarray,
                fill: Any) -> None:
     if data is None:
         dest[...] = fill
         return
     try:
-        chain.decode_into(data, memoryview(dest).cast("B"))
+        chain.decode_into(data, _bytes_of(dest))
     except CorruptDataError as e:
         raise type(e)(f"chunk {key!r}: {e}") from None
 
@@ -450,7 +456,7 @@ def _read_slab_of(arr: ChunkedArray, sharding: ShardingCodec, key: str, index: n
     # chunks as wide as the array) is one contiguous run of the output: decoded straight there.
     direct = all(c == 1 for c in counts[1:]) and \
         _contiguous_run(dest, (counts[0] * shape[0], *shape[1:]))
-    raw = memoryview(dest).cast("B") if direct else None
+    raw = _bytes_of(dest) if direct else None
     block = _decode_box(arr, sharding.inner, key, generation, entries.reshape(-1, 2),
                         math.prod(counts), raw)
     if not direct:

@@ -1,0 +1,142 @@
+"""The array API against numpy's assignment and indexing rules: value shapes and casts,
+structured elements, huge indices, strided plans, bfloat16 reads, resize arguments."""
+
+import signal
+
+import numpy as np
+import pytest
+
+import zarrkit
+from zarrkit.errors import DataTypeError, SelectionError
+from zarrkit.indexing import basic_plan
+from zarrkit.kvstore import MemoryStore
+
+
+def _array(shape, dtype="int32", chunks=None, **kwargs):
+    return zarrkit.create(MemoryStore(), shape=shape, dtype=dtype,
+                          chunks=chunks or tuple(max(1, n // 2) for n in shape), **kwargs)
+
+
+@pytest.mark.parametrize("shards", [None, (4, 6)])
+def test_value_with_leading_length_one_axes_is_written_as_numpy_does(shards):
+    """numpy drops a value's leading length-1 axes before broadcasting (`x[1:4] = ones((1, 3))`)."""
+    a = _array((5, 6), chunks=(2, 3), shards=shards)
+    data = np.zeros((5, 6), np.int32)
+    for sel, value in [((slice(1, 4), 2), np.arange(3).reshape(1, 3)),
+                       ((slice(None), slice(None, None, -2)), np.arange(3).reshape(1, 1, 1, 3)),
+                       ((0, slice(0, 1)), np.array([[[9]]]))]:
+        a[sel] = value
+        data[sel] = value
+    a.oindex[[4, 0], [5, 1]] = np.ones((1, 2, 2))
+    data[np.ix_([4, 0], [5, 1])] = 1
+    a.vindex[[2, 3], [2, 3]] = [[7, 8]]
+    data[[2, 3], [2, 3]] = [7, 8]
+    np.testing.assert_array_equal(a[...], data)
+    z = _array((), chunks=())
+    z[...] = np.array([[5]])
+    assert z[()] == 5
+
+
+def test_value_that_does_not_broadcast_to_the_selection_is_a_selection_error():
+    """(3, 1) broadcasts with (3,) to (3, 3) but not to (3,): numpy refuses it."""
+    a = _array((5,), chunks=(2,))
+    for value in (np.ones((3, 1)), np.ones((2, 3))):
+        with pytest.raises(SelectionError, match=r"shape \(3,\)"):
+            a[1:4] = value
+    with pytest.raises(SelectionError):
+        a.vindex[[0, 1]] = np.ones((2, 1))
+
+
+def test_values_outside_the_data_type_are_errors_not_wrapped():
+    """numpy (and zarr-python) raise for 300 in a uint8 array; it was stored as 44."""
+    a = _array((4,), dtype="uint8", chunks=(2,))
+    a[...] = 1
+    for sel, value in [(0, 300), (slice(None), [1, 2, 3, -1]), (slice(0, 2), 256)]:
+        with pytest.raises(DataTypeError, match="uint8"):
+            a[sel] = value
+    with pytest.raises(DataTypeError, match="uint8"):
+        a.append(np.array([1, 999], dtype=object))
+    with pytest.raises(DataTypeError, match="'abc'"):
+        a[0] = "abc"
+    with pytest.raises(DataTypeError, match="None"):
+        a.oindex[[1]] = None
+    np.testing.assert_array_equal(a[...], [1, 1, 1, 1])
+    a[:2] = np.array([300, 2])  # arrays are cast as numpy casts them (unsafely)
+    np.testing.assert_array_equal(a[...], np.array([300, 2, 1, 1]).astype("uint8"))
+
+
+def test_tuple_is_one_structured_element():
+    """A tuple written to a structured array is one element: `s[0:2] = (7, 8.5)` stored
+    (7, 7.0), (8, 8.0) and `s[0] = (1, 2.0)` failed with a bare ValueError."""
+    dtype = np.dtype([("a", "<i4"), ("b", "<f8")])
+    a = _array((3,), dtype=dtype, chunks=(2,), zarr_format=2)
+    data = np.zeros(3, dtype)
+    for sel, value in [(slice(0, 2), (7, 8.5)), (2, (1, 2.0)),
+                       (slice(None, None, -1), [(1, 1.5), (2, 2.5), (3, 3.5)])]:
+        a[sel] = value
+        data[sel] = value
+    np.testing.assert_array_equal(a[...], data)
+    a.append([(4, 4.5)])
+    assert a[3] == np.array((4, 4.5), dtype)[()]
+
+
+def test_huge_unsigned_index_is_named_as_given():
+    """A uint64 index past int64 was reported as a negative number."""
+    a = _array((5,), chunks=(2,))
+    big = 2**63 + 5
+    with pytest.raises(SelectionError, match=f"index {big} is out of bounds"):
+        a.oindex[np.array([1, big], dtype=np.uint64)]
+    with pytest.raises(SelectionError, match=f"index {big} is out of bounds"):
+        a.vindex[np.array([big], dtype=np.uint64)]
+
+
+class _TooSlow(Exception):
+    pass
+
+
+def _raise(*_):
+    raise _TooSlow
+
+
+def test_strided_slice_visits_only_the_chunks_it_touches():
+    """`a[::step]` looped over every chunk the slice spans: 10**13 of them here, for 100
+    elements (a million-element array with small chunks and a large step: seconds)."""
+    previous = signal.signal(signal.SIGALRM, _raise)
+    signal.setitimer(signal.ITIMER_REAL, 5)
+    try:
+        plan = basic_plan((slice(None, None, -10**13),), (10**15,), (100,))
+    except _TooSlow:
+        pytest.fail("planning a 100-element strided selection took more than 5 s")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert plan.buffer_shape == (100,)
+    assert [p.coords for p in plan][:2] == [(10**11 - 1,), (2 * 10**11 - 1,)]
+    a = _array((10**12,), chunks=(10,))
+    a[::10**10] = np.arange(100)
+    np.testing.assert_array_equal(a[99 * 10**10::-10**10], np.arange(99, -1, -1))
+    assert a[5 * 10**10 + 1] == 0
+
+
+def test_resize_refuses_non_integer_lengths():
+    """`resize(2.9)` was truncated to 2, erasing the data beyond it."""
+    a = _array((5,), chunks=(2,))
+    a[...] = np.arange(5)
+    for bad in ((2.9,), ("3",), ((4.0, 1),)):
+        with pytest.raises(SelectionError, match="expected integers"):
+            a.resize(*bad)
+    assert a.shape == (5,)
+    np.testing.assert_array_equal(a[...], np.arange(5))
+    a.resize(np.int64(3))
+    np.testing.assert_array_equal(a[...], np.arange(3))
+
+
+@pytest.mark.parametrize("shards", [None, (4, 4)])
+def test_whole_chunk_reads_of_bfloat16(shards):
+    """Whole chunks decoded straight into the output took memoryview(out), which the buffer
+    protocol refuses for bfloat16: `a[...]` raised a bare ValueError."""
+    a = _array((6, 4), dtype="bfloat16", chunks=(2, 4), shards=shards)
+    data = (np.arange(24).reshape(6, 4) * 0.5).astype(a.dtype)
+    a[...] = data
+    for sel in (np.s_[...], np.s_[2:4], np.s_[::-1]):
+        np.testing.assert_array_equal(a[sel], data[sel])
