@@ -37,13 +37,14 @@ class Attributes(MutableMapping[str, Any]):
         self._update(lambda attrs: attrs.pop(key, None))
 
     def update(self, other: Any = (), /, **kwargs: Any) -> None:  # type: ignore[override]
-        changes = dict(other, **kwargs)
+        changes = {**_as_dict(other), **kwargs}
         for k, v in changes.items():
             _check_json(k, v)
         self._update(lambda attrs: attrs.update(changes))
 
     def put(self, attributes: dict[str, Any]) -> None:
         """Replace all attributes at once."""
+        attributes = _as_dict(attributes)
         for k, v in attributes.items():
             _check_json(k, v)
 
@@ -57,6 +58,15 @@ class Attributes(MutableMapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"Attributes({self._get()!r})"
+
+
+def _as_dict(value: Any) -> dict[Any, Any]:
+    """A mapping or (name, value) pairs as a dict; anything else is a MetadataError."""
+    try:
+        return dict(value)
+    except (TypeError, ValueError) as e:
+        raise MetadataError(f"attributes must be a mapping of names to values, "
+                            f"got {type(value).__name__} ({e})") from None
 
 
 def _check_json(key: Any, value: Any) -> None:

@@ -10,7 +10,13 @@ from . import formats, storage
 from .array import Array
 from .attributes import Attributes
 from .creation import create_array_at
-from .errors import NodeExistsError, NodeNotFoundError, ReadOnlyError
+from .errors import (
+    InvalidKeyError,
+    InvalidNameError,
+    NodeExistsError,
+    NodeNotFoundError,
+    ReadOnlyError,
+)
 from .kvstore.base import KvStore
 from .metadata.consolidated import ConsolidatedView
 from .metadata.names import normalize_path, validate_node_name
@@ -76,10 +82,15 @@ class Group(Node, Mapping[str, Any]):
         if not isinstance(name, str):
             return False
         try:
-            if self._consolidated is not None:
-                return normalize_path(name) in self._consolidated
-            return storage.node_exists(self.store, self._child_path(name), self.zarr_format)
-        except Exception:  # noqa: BLE001 - an invalid name is simply not a member
+            path = self._child_path(name)
+        except InvalidNameError:  # an invalid name is simply not a member
+            return False
+        if self._consolidated is not None:
+            return normalize_path(name) in self._consolidated
+        # Store failures propagate: an unreachable store must not look like a missing member.
+        try:
+            return storage.node_exists(self.store, path, self.zarr_format)
+        except InvalidKeyError:  # a name no store key can hold (a backslash, NUL)
             return False
 
     def _recorded(self, name: str) -> formats.Found | None:

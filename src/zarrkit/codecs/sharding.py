@@ -36,9 +36,9 @@ class ShardingCodec(ArrayBytesCodec):
     def __init__(self, chunk_shape: Sequence[int], codecs: Sequence[Codec] = (BytesCodec(),),
                  index_codecs: Sequence[Codec] = (BytesCodec(), Crc32cCodec()),
                  index_location: str = "end") -> None:
-        self.chunk_shape = get_shape({"chunk_shape": list(chunk_shape)}, "chunk_shape", _NAME)
-        self.codecs = tuple(codecs)
-        self.index_codecs = tuple(index_codecs)
+        self.chunk_shape = get_shape({"chunk_shape": _listed(chunk_shape)}, "chunk_shape", _NAME)
+        self.codecs = tuple(get_list({"codecs": _listed(codecs)}, "codecs", _NAME))
+        self.index_codecs = tuple(get_list({"index_codecs": _listed(index_codecs)}, "index_codecs", _NAME))
         self.index_location: str = get_choice(
             {"index_location": index_location}, "index_location", _NAME, _LOCATIONS)
         check_order(self.codecs, f"{_NAME}.codecs")
@@ -261,6 +261,12 @@ class ShardingCodec(ArrayBytesCodec):
             except CorruptDataError as e:
                 raise type(e)(f"{_NAME}: inner chunk {coords}: {e}") from e
         return out
+
+
+def _listed(value: Any) -> Any:
+    """A sequence given in Python (tuple, numpy array) as a list for the checks; else as is."""
+    return value.tolist() if isinstance(value, np.ndarray) else \
+        list(value) if isinstance(value, tuple | list) else value
 
 
 def _fill_bytes(spec: ChunkSpec) -> bytes:

@@ -23,9 +23,10 @@ class TransposeCodec(ArrayArrayCodec):
                 raise CodecError(f"transpose codec: 'order' must be a permutation, 'C' or 'F', got {order!r}")
             self.order: tuple[int, ...] | str = order
             return
-        if not all(isinstance(i, int | np.integer) and not isinstance(i, bool) for i in order) or sorted(
+        if not isinstance(order, list | tuple | np.ndarray) or not all(
+                isinstance(i, int | np.integer) and not isinstance(i, bool) for i in order) or sorted(
                 order) != list(range(len(order))):
-            raise CodecError(f"transpose codec: 'order' must be a permutation of 0..n-1, got {list(order)!r}")
+            raise CodecError(f"transpose codec: 'order' must be a permutation of 0..n-1, got {order!r}")
         self.order = tuple(int(i) for i in order)
         self._inverse = tuple(int(i) for i in np.argsort(order))
 

@@ -17,17 +17,19 @@ import numpy as np
 
 from ..codecs import CodecChain, parse_codec
 from ..codecs.base import ChunkSpec, Codec
-from ..errors import MetadataError
+from ..errors import CodecError, MetadataError
 from ._util import describe, int_tuple, is_int
 from .chunk_grid import RegularChunkGrid
 from .chunk_key_encoding import ChunkKeyEncoding
 from .data_type import DataType
+from .json import json_dumps
 
 _ARRAY_REQUIRED = ("zarr_format", "node_type", "shape", "data_type", "chunk_grid",
                    "chunk_key_encoding", "fill_value", "codecs")
 _ARRAY_MEMBERS = frozenset(_ARRAY_REQUIRED + ("attributes", "storage_transformers",
                                               "dimension_names"))
 _GROUP_MEMBERS = frozenset(("zarr_format", "node_type", "attributes"))
+_CONSOLIDATED = "consolidated_metadata"  # zarr-python's extension member of groups
 
 
 # -- member parsers ---------------------------------------------------------------------------
@@ -87,6 +89,19 @@ def _parse_attributes(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise MetadataError(f"{where}: attributes: expected an object, got {describe(value)}")
     return dict(value)
+
+
+def _storable_attributes(value: Any, where: str) -> dict[str, Any]:
+    """Checked attributes that are also writable as strict JSON: refused here, before any store
+    change (an overwrite deletes the old node first), naming the attribute at fault."""
+    attributes = _parse_attributes(value, where)
+    try:
+        json_dumps(attributes)
+    except MetadataError:
+        for key, item in attributes.items():
+            json_dumps(item, what=f"{where}: attributes: {key!r}")
+        raise
+    return attributes
 
 
 def _check_storage_transformers(value: Any, where: str) -> None:
@@ -161,10 +176,9 @@ class ArrayMetadataV3:
         self._set("_chunk_spec", spec)
         self._set("_codec_chain", chain)
         self._set("codecs", chain.codecs)
-        self._set("attributes", _parse_attributes(self.attributes, where))
-        names = self.dimension_names
+        self._set("attributes", _storable_attributes(self.attributes, where))
         self._set("dimension_names", _parse_dimension_names(
-            None if names is None else list(names), len(shape), where))
+            _sequence(self.dimension_names), len(shape), where))
         self._set("extra", _check_extra(self.extra, _ARRAY_MEMBERS, where))
 
     def _set(self, name: str, value: Any) -> None:
@@ -284,13 +298,16 @@ class ArrayMetadataV3:
     ) -> ArrayMetadataV3:
         """New array metadata. `data_type`: a DataType, v3 name or numpy dtype-like; defaults:
         the type's zero fill value, codecs [bytes], the "default" key encoding with "/"."""
+        codecs = [{"name": "bytes"}] if codecs is None else _sequence(codecs)
+        if not isinstance(codecs, list):
+            raise CodecError(f"codecs: expected a list of codecs, got {describe(codecs)}")
         parsed_codecs = [
             codec if isinstance(codec, Codec) else parse_codec(codec, where=f"codecs[{i}]")
-            for i, codec in enumerate([{"name": "bytes"}] if codecs is None else codecs)]
+            for i, codec in enumerate(codecs)]
         return cls(
-            shape=tuple(shape),
+            shape=_sequence(shape),
             data_type=DataType.parse(data_type),
-            chunk_grid=RegularChunkGrid(tuple(chunk_shape)),
+            chunk_grid=RegularChunkGrid(_sequence(chunk_shape)),
             chunk_key_encoding=_coerce_key_encoding(chunk_key_encoding),
             fill_value=fill_value,
             codecs=tuple(parsed_codecs),
@@ -301,6 +318,14 @@ class ArrayMetadataV3:
     def evolve(self, **changes: Any) -> ArrayMetadataV3:
         """A copy with `changes` applied, re-validated (e.g. shape for resize, attributes)."""
         return dataclasses.replace(self, **changes)
+
+
+def _sequence(value: Any) -> Any:
+    """A list/tuple/numpy array given in Python as a list; anything else unchanged, for the
+    parsers to refuse (list() would split a string into names, or fail on a number)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return list(value) if isinstance(value, list | tuple) else value
 
 
 def _coerce_key_encoding(value: ChunkKeyEncoding | dict[str, Any] | str | None) -> ChunkKeyEncoding:
@@ -328,7 +353,8 @@ class GroupMetadataV3:
     write_empty_attributes: bool = field(default=True, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "attributes", _parse_attributes(self.attributes, "group metadata"))
+        object.__setattr__(self, "attributes",
+                           _storable_attributes(self.attributes, "group metadata"))
         object.__setattr__(self, "extra", _check_extra(self.extra, _GROUP_MEMBERS, "group metadata"))
 
     @classmethod
@@ -338,6 +364,10 @@ class GroupMetadataV3:
     @classmethod
     def from_json(cls, doc: dict[str, Any], *, where: str) -> GroupMetadataV3:
         _check_header(doc, "group", where)
+        if doc.get(_CONSOLIDATED) is None and _CONSOLIDATED in doc:
+            # zarr-python <= 3.1.3 wrote `"consolidated_metadata": null` into every group: it
+            # means "none", so it is read as absent (and not written back).
+            doc = {k: v for k, v in doc.items() if k != _CONSOLIDATED}
         extra = _extra_members(doc, _GROUP_MEMBERS, where)
         return cls(attributes=_parse_attributes(doc.get("attributes", {}), where), extra=extra,
                    write_empty_attributes="attributes" in doc)
