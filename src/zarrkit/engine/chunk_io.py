@@ -476,7 +476,8 @@ def _decode_box(arr: ChunkedArray, inner: CodecChain, key: str, generation: Any,
         block[~present] = arr.fill_value
     positions = np.flatnonzero(present).tolist()
     ranges = [ByteRange(o, n) for o, n in entries[present].tolist()]
-    # Fetched in full before `raw` is touched; consumed before this thread's next read.
+    # A failed generation check raises before any chunk is decoded (a retry rewrites every
+    # position). The results are consumed before this thread's next read.
     fetched = arr.store.get_ranges_if(key, ranges, generation, transient=True)
     for k, rng, data in zip(positions, ranges, fetched, strict=True):
         data = _inner_bytes(key, rng, data)
@@ -540,10 +541,20 @@ def write(arr: ChunkedArray, plan: Plan, value: Any) -> None:
                               lambda p: _write_chunk(arr, p, value[p.out_selection])),
                  list(plan), _small(arr, plan))
     finally:
-        if arr.cache is not None:  # after the store changed: racing reads cannot re-cache
-            arr.cache.invalidate(_written_keys(arr, plan))
-        if arr.sharding is not None:  # (stale ones would only cost a failed checked read)
-            arr.shard_indexes.discard(_written_keys(arr, plan))
+        _forget_written(arr, plan)
+
+
+def _forget_written(arr: ChunkedArray, plan: Plan) -> None:
+    """Drop what this handle cached of the keys a write changed: after the store changed, so
+    racing reads cannot re-cache old chunks (a stale shard index would only cost a failed
+    checked read)."""
+    if arr.cache is None and arr.sharding is None:
+        return
+    keys = _written_keys(arr, plan)
+    if arr.cache is not None:
+        arr.cache.invalidate(keys)
+    if arr.sharding is not None:
+        arr.shard_indexes.discard(keys)
 
 
 def _written_keys(arr: ChunkedArray, plan: Plan) -> set[str]:
