@@ -8,7 +8,7 @@ import numpy as np
 
 from . import formats, storage
 from .array import Array
-from .creation import create_array_at
+from .creation import check_existing, create_array_at
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
 from .group import Group, create_group_at, open_node
 from .kvstore import open_kvstore
@@ -40,10 +40,14 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
     `recheck_cached_data`, `recheck_cached_metadata` (plus `read_only`, `write=False`); a spec
     with a transform opens as a `View`. Modes: "r" read only; "r+" read/write, must exist; "a"
     read/write, created if missing; "w" create, replacing what exists; "w-" create, fail if
-    anything exists. Creating with `shape=` makes an array, otherwise a group.
+    anything exists. Creating with `shape=` makes an array, otherwise a group. Opening an existing
+    array in mode "a" or "r+", `write_empty_chunks=` configures the handle, and creation
+    keywords (`shape`, `dtype`, `chunks`, `fill_value`, codecs, ...) must agree with the stored
+    array (SpecError naming the keyword); `attributes=` is used only when creating.
 
     The format (v3 `zarr.json`, v2 `.zarray`/`.zgroup`, v1 `meta`) is detected; `zarr_format=`
-    requires one, and is the format created (default 3). Consolidated metadata is used when
+    requires one, and is the format created (default 3); a node of another format is refused
+    by name (NodeNotFoundError in modes "r"/"r+", NodeExistsError in "a"/"w-"). Consolidated metadata is used when
     present unless `use_consolidated=False`.
     """
     if (isinstance(where, dict) and "driver" in where) or type(where).__name__ == "Spec":
@@ -55,21 +59,61 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
     zarr_format = formats.check_format(kwargs.pop("zarr_format", None))
     use_consolidated = kwargs.pop("use_consolidated", None)
     store, full = _resolve(where, path, mode, kwargs.pop("storage_options", None))
-    found = None if mode == "w" else formats.find(store, full, zarr_format, use_consolidated)
+    found = _find(store, full, mode, zarr_format, use_consolidated)
     exists = found is not None
     if mode in ("r", "r+") or (mode == "a" and exists):
-        if mode in ("r", "r+") and kwargs:
-            raise SpecError(f"mode {mode!r} opens an existing node; unexpected arguments "
+        if mode == "r" and kwargs:
+            raise SpecError(f"mode 'r' opens an existing node read only; unexpected arguments "
                             f"{', '.join(sorted(kwargs))}")
-        return open_node(store, full, read_only=mode == "r", zarr_format=zarr_format,
-                         found=found)
+        return _open_existing(store, full, mode, found, zarr_format, kwargs)
     if mode == "w-" and exists:
         raise NodeExistsError(f"a node already exists at {full or '/'!r} (mode 'w-')")
     if "shape" in kwargs:
         return create_array_at(store, full, overwrite=mode == "w",
                                zarr_format=zarr_format or 3, **kwargs)
-    return create_group_at(store, full, attributes=kwargs.pop("attributes", None),
-                           overwrite=mode == "w", zarr_format=zarr_format or 3)
+    attributes = kwargs.pop("attributes", None)
+    if kwargs:
+        raise SpecError(f"creating a group at {full or '/'!r} (no shape= given); unexpected "
+                        f"arguments {', '.join(sorted(kwargs))}")
+    return create_group_at(store, full, attributes=attributes, overwrite=mode == "w",
+                           zarr_format=zarr_format or 3)
+
+
+def _find(store: Any, path: str, mode: str, zarr_format: int | None,
+          use_consolidated: bool | None) -> formats.Found | None:
+    """The node to open (None: none, or mode 'w'); a node of another format than `zarr_format`
+    is refused by name: neither "not found" nor a hierarchy mixing formats is what was meant."""
+    if mode == "w":
+        return None
+    found = formats.find(store, path, zarr_format, use_consolidated)
+    other = None if found is not None else formats.other_format(store, path, zarr_format)
+    if other is None:
+        return found
+    message = (f"no Zarr v{zarr_format} node at {path or '/'!r}: a Zarr v{other} node is there "
+               f"(zarr_format={zarr_format} was asked for); give zarr_format={other} (or none) to "
+               "open it")
+    if mode in ("r", "r+"):
+        raise NodeNotFoundError(message)
+    raise NodeExistsError(f"{message}, or mode='w' to replace it")
+
+
+def _open_existing(store: Any, path: str, mode: str, found: formats.Found | None,
+                   zarr_format: int | None, kwargs: dict[str, Any]) -> Array | Group:
+    """Modes 'r', 'r+' and 'a' on an existing node: `write_empty_chunks` configures an array's
+    handle; creation keywords must agree with the stored array (see `check_existing`)."""
+    write_empty_chunks = kwargs.pop("write_empty_chunks", None)
+    node = open_node(store, path, read_only=mode == "r", zarr_format=zarr_format, found=found,
+                     write_empty_chunks=bool(write_empty_chunks))
+    if isinstance(node, Group):
+        kwargs.pop("attributes", None)  # initial values, used only on creation
+        given = sorted(kwargs) + (["write_empty_chunks"] if write_empty_chunks is not None
+                                  else [])
+        if given:
+            raise NodeTypeError(f"{node.name} is a group; {', '.join(given)} apply to arrays")
+        return node
+    assert found is not None  # open_node raised NodeNotFoundError otherwise
+    check_existing(found.metadata, path, kwargs)
+    return node
 
 
 def open_array(where: Any = None, mode: str = "a", *, path: str | None = None,
@@ -86,7 +130,7 @@ def open_group(where: Any = None, mode: str = "a", *, path: str | None = None,
                storage_options: dict[str, Any] | None = None) -> Group:
     formats.check_format(zarr_format)
     store, full = _resolve(where, path, mode, storage_options)
-    found = None if mode == "w" else formats.find(store, full, zarr_format, use_consolidated)
+    found = _find(store, full, mode, zarr_format, use_consolidated)
     exists = found is not None
     if mode in ("r", "r+") or (mode == "a" and exists):
         node = open_node(store, full, read_only=mode == "r", zarr_format=zarr_format,

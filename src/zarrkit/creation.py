@@ -6,8 +6,9 @@ read from a store, before anything is written or overwritten.
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ import numpy as np
 from . import storage
 from .array import Array
 from .codecs.base import Codec
-from .errors import MetadataError, NodeExistsError
+from .errors import DataTypeError, MetadataError, NodeExistsError, SpecError
 from .kvstore.base import KvStore
 from .metadata.data_type import DataType
 from .metadata.names import normalize_path
@@ -68,6 +69,19 @@ def _chunk_shape(chunks: Any, shape: tuple[int, ...], what: str) -> tuple[int, .
     return result
 
 
+def dimension_names_list(value: Any, *, allow_none: bool = True) -> list[str | None]:
+    """`dimension_names=` as a list: a list, tuple or numpy array of names (None for unnamed, if
+    `allow_none`). Other values are refused rather than split ("xy") or iterated (5)."""
+    names = value.tolist() if isinstance(value, np.ndarray) else value
+    ok = isinstance(names, list | tuple) and all(
+        isinstance(n, str) or (allow_none and n is None) for n in names)
+    if not ok:
+        kind = "strings or None" if allow_none else "strings"
+        raise MetadataError(f"dimension_names: expected a list of {kind} (one per dimension), "
+                            f"got {value!r}")
+    return list(names)
+
+
 def _key_encoding(value: Any) -> dict[str, Any]:
     if value is None:
         return {"name": "default", "configuration": {"separator": "/"}}
@@ -90,7 +104,7 @@ def build_array_document(
     compressors) the inner chain; a `sharding_indexed` codec is built around it.
     """
     shape_t = _shape(shape, "shape")
-    data_type = DataType.from_numpy(dtype)
+    data_type = DataType.parse(dtype)  # numpy dtype-likes and v3 names ("r16", "bfloat16")
     if codecs is None:
         if compressors == "default":
             compressors = DEFAULT_COMPRESSORS
@@ -119,20 +133,31 @@ def build_array_document(
             data_type.default_fill_value() if fill_value is None
             else data_type.parse_fill_value(_fill_json(fill_value, data_type))),
         "codecs": codec_list,
-        "attributes": dict(attributes or {}),
+        "attributes": {} if attributes is None else attributes,
     }
     if dimension_names is not None:
-        doc["dimension_names"] = list(dimension_names)
+        doc["dimension_names"] = dimension_names_list(dimension_names)
     return doc
 
 
 def _fill_json(value: Any, data_type: DataType) -> Any:
     """Accept Python/numpy fill values as well as their JSON encodings."""
+    if data_type.kind == "raw":
+        # bytes, np.void, or the JSON forms; numbers are refused (astype would invent bytes).
+        return data_type.fill_value_to_json(data_type.cast_fill_value(value, where="fill_value"))
     if isinstance(value, str | list):
         return value
     if isinstance(value, np.generic | complex | float | int | bool):
-        scalar = np.asarray(value).astype(data_type.dtype)
-        return data_type.fill_value_to_json(scalar[()])
+        try:
+            with np.errstate(invalid="ignore"):
+                scalar = np.asarray(value).astype(data_type.dtype)[()]
+        except OverflowError:
+            scalar = None
+        if data_type.kind in ("int", "uint") and (scalar is None or scalar != value):
+            # astype wraps 300 to 44 in uint8 and truncates 2.5: refuse instead.
+            raise DataTypeError(f"fill_value: {value!r} cannot be stored exactly as "
+                                f"{data_type.name}")
+        return data_type.fill_value_to_json(scalar)
     return value
 
 
@@ -142,18 +167,95 @@ def create_array_at(store: KvStore, path: str, shape: Any, dtype: Any = "float64
     """Create an array at `path` in `store` (see `build_array_document` for the keywords, and
     `creation_v2.build_v2_metadata` for those of `zarr_format=2`)."""
     path = normalize_path(path)
+    metadata = build_metadata(path, shape, dtype, zarr_format, kwargs)
+    return create_array_from_metadata(store, path, metadata, overwrite=overwrite,
+                                      write_empty_chunks=write_empty_chunks)
+
+
+def build_metadata(path: str, shape: Any, dtype: Any, zarr_format: int,
+                   kwargs: dict[str, Any]) -> Any:
+    """Validated array metadata of `zarr_format` from creation keywords."""
     if zarr_format == 2:
         from .creation_v2 import build_v2_metadata  # imports this module: load on demand
 
-        metadata: Any = build_v2_metadata(shape, dtype, where=storage.join(path, ".zarray"),
-                                          **kwargs)
-    elif zarr_format == 3:
+        return build_v2_metadata(shape, dtype, where=storage.join(path, ".zarray"), **kwargs)
+    if zarr_format == 3:
+        _refuse_unknown(kwargs)  # v2's builder refuses its own
         doc = build_array_document(shape, dtype, **kwargs)
-        metadata = ArrayMetadataV3.from_json(doc, where=storage.metadata_key(path))
-    else:
-        raise MetadataError(f"arrays can be created in Zarr v2 or v3, not {zarr_format!r}")
-    return create_array_from_metadata(store, path, metadata, overwrite=overwrite,
-                                      write_empty_chunks=write_empty_chunks)
+        return ArrayMetadataV3.from_json(doc, where=storage.metadata_key(path))
+    raise MetadataError(f"arrays can be created in Zarr v2 or v3, not {zarr_format!r}")
+
+
+def _refuse_unknown(kwargs: dict[str, Any]) -> None:
+    known = inspect.signature(build_array_document).parameters
+    unknown = sorted(k for k in kwargs if k not in known or k in ("shape", "dtype"))
+    if unknown:
+        raise SpecError(f"unexpected keyword argument(s) {', '.join(unknown)}")
+
+
+#: Which part of the metadata each creation keyword decides, for `check_existing`.
+_V3_PARTS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
+    "shape": lambda m, doc: m.shape,
+    "dtype": lambda m, doc: doc["data_type"],
+    "chunks": lambda m, doc: _inner_chunks(doc),
+    "shards": lambda m, doc: m.chunk_shape if _is_sharded(doc) else None,
+    "fill_value": lambda m, doc: doc["fill_value"],
+    "dimension_names": lambda m, doc: m.dimension_names,
+    "chunk_key_encoding": lambda m, doc: doc["chunk_key_encoding"],
+    **dict.fromkeys(("codecs", "filters", "serializer", "compressors", "index_codecs",
+                     "index_location"), lambda m, doc: doc["codecs"]),
+}
+_V2_PARTS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
+    "shape": lambda m, doc: m.shape,
+    "dtype": lambda m, doc: doc["dtype"],
+    "chunks": lambda m, doc: m.chunk_shape,
+    "fill_value": lambda m, doc: doc["fill_value"],
+    "dimension_names": lambda m, doc: m.dimension_names,
+    **dict.fromkeys(("compressor", "compressors"), lambda m, doc: doc["compressor"]),
+    "filters": lambda m, doc: doc["filters"],
+    "order": lambda m, doc: doc["order"],
+    **dict.fromkeys(("dimension_separator", "chunk_key_encoding"),
+                    lambda m, doc: m.chunk_key_encoding),
+}
+
+
+def _is_sharded(doc: dict[str, Any]) -> bool:
+    return doc["codecs"][0]["name"] == "sharding_indexed"
+
+
+def _inner_chunks(doc: dict[str, Any]) -> Any:
+    # zarr-python's chunks= of a sharded array is the inner chunk shape.
+    if _is_sharded(doc):
+        return tuple(doc["codecs"][0]["configuration"]["chunk_shape"])
+    return tuple(doc["chunk_grid"]["configuration"]["chunk_shape"])
+
+
+def check_existing(metadata: Any, path: str, kwargs: dict[str, Any]) -> None:
+    """Creation keywords given when opening an existing array must describe it: a contradiction
+    is a SpecError naming the keyword (ignoring it would let the caller write, e.g., with a
+    shape or dtype it does not have). `attributes` are initial values, used only on creation."""
+    given = {k: v for k, v in kwargs.items() if k != "attributes" and v is not None
+             and not (k == "chunks" and isinstance(v, str) and v == "auto")}
+    if not given:
+        return
+    fmt = 3 if getattr(metadata, "zarr_format", 3) == 3 else 2  # v1 is described as v2
+    rest = {k: v for k, v in given.items() if k not in ("shape", "dtype")}
+    wanted = build_metadata(path, given.get("shape", metadata.shape),
+                            given.get("dtype", metadata.data_type if fmt == 3 else metadata.dtype),
+                            fmt, rest)
+    parts = _V3_PARTS if fmt == 3 else _V2_PARTS
+    stored_doc, wanted_doc = metadata.to_json(), wanted.to_json()
+    for name in given:
+        stored = parts[name](metadata, stored_doc)
+        asked = parts[name](wanted, wanted_doc)
+        if stored != asked:
+            raise SpecError(f"{name}={kwargs[name]!r} does not match the existing array at "
+                            f"{path or '/'!r} ({name}: {_shown(stored)}); omit it, or replace "
+                            "the array with mode='w'")
+
+
+def _shown(value: Any) -> str:
+    return repr(list(value) if isinstance(value, tuple) else value)
 
 
 def create_array_from_metadata(store: KvStore, path: str, metadata: ArrayMetadataV3, *,

@@ -15,14 +15,15 @@ import numpy as np
 from numcodecs.abc import Codec as Numcodec
 
 from .codecs.numcodecs_v2 import OBJECT_CODECS
-from .creation import _chunk_shape, _shape
-from .errors import CodecError, MetadataError
+from .creation import _chunk_shape, _shape, dimension_names_list
+from .errors import CodecError, MetadataError, SpecError
+from .metadata.json import storable_attributes
 from .metadata.v2 import DIMENSIONS_ATTRIBUTE, ArrayMetadataV2
 from .metadata.v2_dtype import DataTypeV2
 
 DEFAULT_COMPRESSOR: dict[str, Any] = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1,
                                       "blocksize": 0}
-_V3_ONLY = ("shards", "codecs", "serializer", "index_codecs", "index_location")
+V3_ONLY = ("shards", "codecs", "serializer", "index_codecs", "index_location")
 
 
 def _codec_config(codec: Any, where: str) -> dict[str, Any]:
@@ -88,13 +89,14 @@ def _separator(dimension_separator: str | None, chunk_key_encoding: Any) -> str:
 
 
 def _attributes(attributes: dict[str, Any] | None, dimension_names: Any,
-                ndim: int) -> dict[str, Any]:
-    attrs = dict(attributes or {})
+                ndim: int, where: str) -> dict[str, Any]:
+    attrs = storable_attributes({} if attributes is None else attributes, where)
     if dimension_names is not None:
-        names = list(dimension_names)
-        if len(names) != ndim or not all(isinstance(n, str) for n in names):
-            raise MetadataError(f"dimension_names must be {ndim} strings for a v2 array "
-                                f"(stored as {DIMENSIONS_ATTRIBUTE}), got {names!r}")
+        # v2 stores them as an attribute of strings: no None for an unnamed dimension.
+        names = dimension_names_list(dimension_names, allow_none=False)
+        if len(names) != ndim:
+            raise MetadataError(f"dimension_names: has {len(names)} names, the array has {ndim} "
+                                f"dimensions (stored as {DIMENSIONS_ATTRIBUTE})")
         attrs[DIMENSIONS_ATTRIBUTE] = names
     return attrs
 
@@ -108,9 +110,9 @@ def build_v2_metadata(shape: Any, dtype: Any, *, chunks: Any = None,
                       **v3_only: Any) -> ArrayMetadataV2:
     """Validated v2 metadata from zarr-python-style keywords."""
     given = sorted(k for k, v in v3_only.items() if v is not None)
-    unknown = sorted(set(v3_only) - set(_V3_ONLY))
+    unknown = sorted(set(v3_only) - set(V3_ONLY))
     if unknown:
-        raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}")
+        raise SpecError(f"unexpected keyword argument(s) {', '.join(unknown)}")
     if given:
         raise MetadataError(f"{', '.join(given)}: Zarr v2 has no sharding or codec chains; "
                             "v2 arrays take compressor= and filters=")
@@ -123,4 +125,5 @@ def build_v2_metadata(shape: Any, dtype: Any, *, chunks: Any = None,
         compressor=_compressor(compressor, compressors), fill_value=fill, order=order,
         filters=filter_list or None,
         dimension_separator=_separator(dimension_separator, chunk_key_encoding),
-        attributes=_attributes(attributes, dimension_names, len(shape_t)), where=where)
+        attributes=_attributes(attributes, dimension_names, len(shape_t), where),
+        where=where)

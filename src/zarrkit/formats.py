@@ -180,6 +180,14 @@ def exists(store: KvStore, path: str, zarr_format: int | None = None) -> bool:
     return any(store.exists(key(path, n)) for f in formats for n in names[f])
 
 
+def other_format(store: KvStore, path: str, zarr_format: int | None) -> int | None:
+    """The format of a node at `path` that is not `zarr_format` (checked when none of that
+    format was found, so that the caller can say so rather than "not found" or "exists")."""
+    if zarr_format is None:
+        return None
+    return next((f for f in FORMATS[::-1] if f != zarr_format and exists(store, path, f)), None)
+
+
 def format_of(metadata: Any) -> int:
     return getattr(metadata, "zarr_format", 3)
 

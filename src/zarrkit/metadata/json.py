@@ -7,11 +7,13 @@ JSON (RFC 8259). Metadata must never contain them: fill values spell special flo
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 import numpy as np
 
 from ..errors import MetadataError
+from ._util import describe
 
 Buffer = bytes | bytearray | memoryview
 
@@ -65,3 +67,23 @@ def json_dumps(obj: Any, *, what: str = "metadata document") -> bytes:
     except UnicodeEncodeError:
         # Lone surrogates cannot be UTF-8 encoded, but \uXXXX escapes keep them exactly.
         return json.dumps(obj, ensure_ascii=True, **kwargs).encode("ascii")
+
+
+def storable_attributes(value: Any, where: str) -> dict[str, Any]:
+    """`value` as node attributes that can be written as strict JSON, else MetadataError naming
+    the attribute. Creation checks this before any store change, as an overwrite deletes the old
+    node first (both formats: v2 writes `.zattrs` last, after `.zarray`/`.zgroup`)."""
+    if not isinstance(value, Mapping):
+        raise MetadataError(f"{where}: attributes: expected an object, got {describe(value)}")
+    for key in value:
+        if not isinstance(key, str):
+            raise MetadataError(f"{where}: attributes: key {key!r} is not a string "
+                                "(JSON object keys are strings)")
+    attributes = dict(value)
+    try:
+        json_dumps(attributes)
+    except MetadataError:
+        for key, item in attributes.items():
+            json_dumps(item, what=f"{where}: attributes: {key!r}")
+        raise
+    return attributes

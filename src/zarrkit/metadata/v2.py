@@ -24,6 +24,7 @@ from ..codecs.transpose import TransposeCodec
 from ..errors import CodecError, MetadataError
 from ._util import describe, int_tuple, is_int
 from .chunk_key_encoding import ChunkKeyEncoding
+from .json import storable_attributes
 from .v2_dtype import DataTypeV2
 
 ARRAY_KEY = ".zarray"
@@ -43,12 +44,6 @@ def _check_format(doc: Any, version: int, where: str) -> None:
     found = doc.get("zarr_format")
     if not is_int(found) or found != version:
         raise MetadataError(f"{where}: zarr_format: expected {version}, got {describe(found)}")
-
-
-def parse_attributes(doc: Any, where: str) -> dict[str, Any]:
-    if not isinstance(doc, Mapping) or not all(isinstance(k, str) for k in doc):
-        raise MetadataError(f"{where}: expected a JSON object of attributes, got {describe(doc)}")
-    return dict(doc)
 
 
 def _codec_object(value: Any, where: str) -> dict[str, Any]:
@@ -118,7 +113,7 @@ class ArrayMetadataV2:
         if self._object_codec() == "vlen-bytes" and isinstance(fill, str):
             fill = fill.encode()  # a user's text (from_json has decoded the JSON's base64)
         self._set("fill_value", fill)
-        self._set("attributes", parse_attributes(self.attributes, f"{where}: attributes"))
+        self._set("attributes", storable_attributes(self.attributes, where))
         self._set("_fill", self._effective_fill())
         self._set("_chain", self._build_chain())
 
@@ -288,11 +283,12 @@ class GroupMetadataV2:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "attributes", parse_attributes(self.attributes, "attributes"))
+        object.__setattr__(self, "attributes",
+                           storable_attributes(self.attributes, "group metadata"))
 
     @classmethod
     def create(cls, attributes: Mapping[str, Any] | None = None) -> GroupMetadataV2:
-        return cls(attributes=dict(attributes or {}))
+        return cls(attributes={} if attributes is None else attributes)
 
     @classmethod
     def from_json(cls, doc: Any, *, where: str = GROUP_KEY,

@@ -22,7 +22,7 @@ from ._util import describe, int_tuple, is_int
 from .chunk_grid import RegularChunkGrid
 from .chunk_key_encoding import ChunkKeyEncoding
 from .data_type import DataType
-from .json import json_dumps
+from .json import storable_attributes
 
 _ARRAY_REQUIRED = ("zarr_format", "node_type", "shape", "data_type", "chunk_grid",
                    "chunk_key_encoding", "fill_value", "codecs")
@@ -89,19 +89,6 @@ def _parse_attributes(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise MetadataError(f"{where}: attributes: expected an object, got {describe(value)}")
     return dict(value)
-
-
-def _storable_attributes(value: Any, where: str) -> dict[str, Any]:
-    """Checked attributes that are also writable as strict JSON: refused here, before any store
-    change (an overwrite deletes the old node first), naming the attribute at fault."""
-    attributes = _parse_attributes(value, where)
-    try:
-        json_dumps(attributes)
-    except MetadataError:
-        for key, item in attributes.items():
-            json_dumps(item, what=f"{where}: attributes: {key!r}")
-        raise
-    return attributes
 
 
 def _check_storage_transformers(value: Any, where: str) -> None:
@@ -176,7 +163,7 @@ class ArrayMetadataV3:
         self._set("_chunk_spec", spec)
         self._set("_codec_chain", chain)
         self._set("codecs", chain.codecs)
-        self._set("attributes", _storable_attributes(self.attributes, where))
+        self._set("attributes", storable_attributes(self.attributes, where))
         self._set("dimension_names", _parse_dimension_names(
             _sequence(self.dimension_names), len(shape), where))
         self._set("extra", _check_extra(self.extra, _ARRAY_MEMBERS, where))
@@ -354,7 +341,7 @@ class GroupMetadataV3:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "attributes",
-                           _storable_attributes(self.attributes, "group metadata"))
+                           storable_attributes(self.attributes, "group metadata"))
         object.__setattr__(self, "extra", _check_extra(self.extra, _GROUP_MEMBERS, "group metadata"))
 
     @classmethod
