@@ -140,3 +140,94 @@ def test_whole_chunk_reads_of_bfloat16(shards):
     a[...] = data
     for sel in (np.s_[...], np.s_[2:4], np.s_[::-1]):
         np.testing.assert_array_equal(a[sel], data[sel])
+
+
+def test_asarray_with_copy_false_raises_numpy_s_value_error():
+    """numpy 2's `__array__` protocol: copy=False must not copy, and ValueError says it cannot
+    be avoided (zarr-python 3 raises it too); a read always makes a new array, and copy=False
+    returned one anyway. dtype= converts."""
+    a = _array((3, 4), chunks=(2, 2))
+    a[...] = np.arange(12).reshape(3, 4)
+    for source in (a, a.view[1:]):
+        with pytest.raises(ValueError, match="copy=False") as raised:
+            np.asarray(source, copy=False)
+        assert isinstance(raised.value, zarrkit.ZarrkitError)
+        with pytest.raises(ValueError, match="copy=False"):
+            np.asarray(source, dtype="float64", copy=False)
+        expected = np.arange(12).reshape(3, 4)[1:] if source is not a else \
+            np.arange(12).reshape(3, 4)
+        for kwargs in ({}, {"copy": True}, {"copy": None}, {"dtype": "float32"}):
+            got = np.array(source, **kwargs)
+            np.testing.assert_array_equal(got, expected)
+            assert got.dtype == np.dtype(kwargs.get("dtype", "int32"))
+        with pytest.raises(DataTypeError, match="cannot convert int32"):
+            source.__array__("not a dtype")
+
+
+KEY_LAYOUTS = [
+    {},
+    {"chunk_key_encoding": {"name": "default", "configuration": {"separator": "."}}},
+    {"chunk_key_encoding": {"name": "v2", "configuration": {"separator": "."}}},
+    {"chunk_key_encoding": {"name": "v2", "configuration": {"separator": "/"}}},
+    {"zarr_format": 2},
+    {"zarr_format": 2, "dimension_separator": "/"},
+    {"shards": (20, 20)},
+]
+
+
+@pytest.mark.parametrize("path", ["", "grp/arr"])
+@pytest.mark.parametrize("layout", KEY_LAYOUTS)
+def test_shrinking_a_huge_sparse_grid_lists_the_stored_chunks(layout, path):
+    """Shrinking visited every chunk of the old grid in Python (10**10 chunks: hours). Grids
+    this large are shrunk from the stored chunk keys; the data after the shrink and after
+    growing again is as for a small grid, whatever the key encoding, and keys that are not
+    chunk keys of the array are left alone."""
+    store = MemoryStore()
+    big = (10**6, 10**6)
+    a = zarrkit.create(store, big, "int32", path=path, chunks=(10, 10), **layout)
+    writes = {(3, 4): 1, (12, 27): 2, (18, 9): 3, (25, 2): 4, (10**6 - 1, 7): 5, (4, 10**5): 6}
+    for (i, j), v in writes.items():
+        a[i, j] = v
+    prefix = f"{path}/" if path else ""
+    store.set(prefix + "notes.txt", b"not a chunk")
+    store.set(prefix + "c", b"not a chunk either")
+    previous = signal.signal(signal.SIGALRM, _raise)
+    signal.alarm(20)
+    try:
+        a.resize(15, 25)
+    except _TooSlow:
+        pytest.fail("shrinking a sparse 10**10-chunk grid took more than 20 s")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    expected = np.zeros((15, 25), np.int32)
+    expected[3, 4] = 1
+    np.testing.assert_array_equal(a[...], expected)
+    assert store.get(prefix + "notes.txt") == b"not a chunk"
+    assert store.get(prefix + "c") == b"not a chunk either"
+    a.resize(*big)
+    for (i, j), v in writes.items():
+        assert a[i, j] == (v if (i, j) == (3, 4) else 0), (i, j)
+    np.testing.assert_array_equal(a[:30, :30][:15, :25], expected)
+    assert not a[:30, :30][15:].any() and not a[:30, 25:30].any()
+    again = zarrkit.open(store, path=path, mode="r")
+    np.testing.assert_array_equal(again[:15, :25], expected)
+
+
+def test_shrinking_a_10_to_the_12_chunk_grid_takes_moments():
+    a = _array((10**7, 10**7), dtype="uint8", chunks=(10, 10))
+    a[0, 0], a[10**7 - 1, 10**7 - 1], a[15, 3] = 1, 2, 3
+    previous = signal.signal(signal.SIGALRM, _raise)
+    signal.alarm(20)
+    try:
+        a.resize(12, 10**7)
+        a.resize(5, 5)
+    except _TooSlow:
+        pytest.fail("shrinking a sparse 10**12-chunk grid took more than 20 s")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    a.resize(20, 20)
+    expected = np.zeros((20, 20), np.uint8)
+    expected[0, 0] = 1
+    np.testing.assert_array_equal(a[...], expected)

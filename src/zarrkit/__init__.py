@@ -29,6 +29,7 @@ from .conversion import convert, upgrade_metadata
 from .errors import (
     ChecksumError,
     CodecError,
+    CopyRequiredError,
     CorruptDataError,
     CredentialsError,
     DataTypeError,
@@ -63,7 +64,7 @@ __all__ = [
     "zeros", "ones", "empty", "load", "save", "ZarrkitError", "MetadataError", "DataTypeError",
     "CodecError", "CorruptDataError", "ChecksumError", "NodeNotFoundError", "NodeExistsError",
     "NodeTypeError", "InvalidNameError", "SelectionError", "StoreError", "InvalidKeyError",
-    "ReadOnlyError", "SpecError",
+    "ReadOnlyError", "SpecError", "CopyRequiredError",
     "consolidate_metadata", "convert", "upgrade_metadata",
     "CredentialsError", "NotSupportedError", "PermissionDeniedError", "StoreUnreachableError",
     "to_dask", "from_dask",

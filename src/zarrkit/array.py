@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,11 @@ from .kvstore.base import KvStore
 from .metadata.v3 import ArrayMetadataV3
 from .node import Node
 from .spec.node import SpecNode
+from .spec.view import as_numpy
 from .v2_chunk_keys import chunk_store
+
+#: Resizes visit every chunk of grids up to this size, and list the stored keys of larger ones.
+_ENUMERATE_GRID_UP_TO = 1 << 16
 
 
 class Array(Node, SpecNode):
@@ -224,8 +228,7 @@ class Array(Node, SpecNode):
         return _Indexer(self, vectorized_plan)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        data = np.asarray(self[...])
-        return data if dtype is None else data.astype(dtype)
+        return as_numpy(self.read, dtype, copy, f"array {self.name}")
 
     def read(self) -> np.ndarray:
         return np.asarray(self[...])
@@ -279,15 +282,18 @@ class Array(Node, SpecNode):
         self._set_metadata(updated)
 
     def _erase_outside(self, new_shape: tuple[int, ...]) -> None:
+        """Delete the chunks beyond `new_shape` and set the stored part of the edge chunks
+        beyond it to the fill value, before the metadata changes (docs/concurrency.md)."""
         old_shape, grid_chunks = self.shape, self._metadata.chunk_shape
         if all(n >= o for n, o in zip(new_shape, old_shape, strict=True)):
             return
         doomed, trimmed = [], []
-        for coords in np.ndindex(*(-(-s // c) for s, c in zip(old_shape, grid_chunks,
-                                                                strict=True))):
+        for coords, key in self._chunks_to_check(old_shape, grid_chunks):
             region = chunk_region(coords, grid_chunks, old_shape)
-            if any(r.start >= n for r, n in zip(region, new_shape, strict=True)):
-                doomed.append(self._engine.key(coords))
+            # A listed key beyond the old shape is stale: it would show when the array grows.
+            if any(r.start >= min(n, o) for r, n, o in zip(region, new_shape, old_shape,
+                                                            strict=True)):
+                doomed.append(key)
             elif any(r.stop > n for r, n in zip(region, new_shape, strict=True)):
                 trimmed.append(region)
         self.store.delete_many(doomed)
@@ -300,6 +306,25 @@ class Array(Node, SpecNode):
                     # The caller holds the exclusive shape lock: write without taking it.
                     self._write_planned(self._plan(tuple(sel)),
                                         np.asarray(self._engine.fill_value))
+
+    def _chunks_to_check(self, shape: tuple[int, ...], grid_chunks: tuple[int, ...]
+                         ) -> Iterator[tuple[tuple[int, ...], str]]:
+        """(grid position, key) of every chunk of the grid when it is small; otherwise of
+        every stored chunk (listing costs what is stored, the grid can have 10**12 chunks)."""
+        counts = [-(-s // c) for s, c in zip(shape, grid_chunks, strict=True)]
+        if math.prod(counts) <= _ENUMERATE_GRID_UP_TO:
+            return ((c, self._engine.key(c)) for c in np.ndindex(*counts))
+        return self._stored_chunks()
+
+    def _stored_chunks(self) -> Iterator[tuple[tuple[int, ...], str]]:
+        """Stored keys under the array's prefix that are chunk keys of its encoding and rank
+        (metadata documents and anything else is not)."""
+        prefix = storage.prefix_of(self.path)
+        decode, ndim = self._metadata.chunk_key_encoding.decode, self.ndim
+        for key in list(self.store.list_prefix(prefix)):
+            coords = decode(key[len(prefix):], ndim)
+            if coords is not None:
+                yield coords, key
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow along `axis` and write `data` at the end. Returns the new shape.

@@ -53,6 +53,11 @@ class SelectionError(ZarrkitError, IndexError):
     """An index or selection is invalid or out of bounds for the array."""
 
 
+class CopyRequiredError(ZarrkitError, ValueError):
+    """numpy asked for an array's data without a copy (`copy=False`), which cannot be: the
+    data is read into a new array. A ValueError, as numpy's `__array__` protocol expects."""
+
+
 class StoreError(ZarrkitError, OSError):
     """A key/value store operation failed."""
 

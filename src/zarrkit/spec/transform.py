@@ -17,6 +17,7 @@ integers are not counted from the end, and explicit bounds are checked, implicit
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -70,6 +71,78 @@ def _trunc_div(a: int, b: int) -> int:
     return q if (a < 0) == (b < 0) else -q
 
 
+# -- IndexDomain.make's argument checks (what TensorStore's IndexDomain(...) accepts) ---------
+
+MAX_RANK = 32  # TensorStore's limit
+
+
+def _make_member(value: Any, name: str) -> tuple[Any, ...]:
+    """One keyword of IndexDomain.make as a tuple of checked, converted entries."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
+        raise SpecError(f"index domain: {name}: expected a sequence, got {value!r}")
+    convert = (_make_label if name == "labels" else
+               _make_flag if name.startswith("implicit") else _make_index)
+    return tuple(convert(v, f"{name}[{i}]") for i, v in enumerate(value))
+
+
+def _make_index(value: Any, where: str) -> int:
+    # Integers, numpy integers and bools (anything with __index__), within int64, as
+    # TensorStore; floats (1.5 would be truncated) and infinities are refused as there.
+    try:
+        index = operator.index(value)
+    except TypeError:
+        raise SpecError(f"index domain: {where}: expected an integer, got {value!r}") from None
+    if not -2**63 <= index < 2**63:
+        raise SpecError(f"index domain: {where}: {index} is outside the 64-bit index range")
+    return index
+
+
+def _make_flag(value: Any, where: str) -> bool:
+    if value is None or isinstance(value, bool | int | float | np.bool_ | np.number):
+        return bool(value)
+    raise SpecError(f"index domain: {where}: expected a bool, got {value!r}")
+
+
+def _make_label(value: Any, where: str) -> str:
+    if value is None or isinstance(value, str):
+        return str(value or "")
+    if isinstance(value, bytes):
+        try:
+            return value.decode()
+        except UnicodeDecodeError:
+            pass
+    raise SpecError(f"index domain: {where}: expected a string or None, got {value!r}")
+
+
+def _make_rank(rank: Any, members: dict[str, tuple[Any, ...]]) -> int:
+    """The rank `rank` gives or the members imply; all must agree."""
+    source = "rank"
+    if rank is not None:
+        rank = _make_index(rank, "rank")
+    for name, values in members.items():
+        if rank is None:
+            rank, source = len(values), name
+        elif len(values) != rank:
+            raise SpecError(f"index domain: {name} has {len(values)} entries, but {source} "
+                            f"gives rank {rank}")
+    if rank is None:
+        raise SpecError("index domain: the rank is not specified")
+    if not 0 <= rank <= MAX_RANK:
+        raise SpecError(f"index domain: rank must be in [0, {MAX_RANK}], got {rank}")
+    return rank
+
+
+def _check_intervals(lo: Sequence[int], hi: Sequence[int], upper: str | None) -> None:
+    """Refuse, naming the members, what IndexDomain.__post_init__ would refuse."""
+    for i, (a, b) in enumerate(zip(lo, hi, strict=True)):
+        if b < a or not -INF <= a < INF or not -INF + 1 < b <= INF_MAX:
+            given = f"inclusive_min {_text(a)}" + (f" and {upper} " + _text(
+                b if upper == "exclusive_max" else b - a if upper == "shape" else b - 1)
+                if upper else "")
+            raise SpecError(f"index domain: dimension {i}: {given} do not give a valid "
+                            "interval")
+
+
 # -- IndexDomain -----------------------------------------------------------------------------
 
 
@@ -105,30 +178,28 @@ class IndexDomain:
              implicit_lower_bounds: Sequence[bool] | None = None,
              implicit_upper_bounds: Sequence[bool] | None = None) -> IndexDomain:
         """TensorStore's `IndexDomain(...)` keywords; unspecified bounds are infinite."""
-        given = [v for v in (inclusive_min, exclusive_max, inclusive_max, shape, labels,
-                             implicit_lower_bounds, implicit_upper_bounds) if v is not None]
-        if rank is None:
-            if not given:
-                raise SpecError("index domain: the rank is not specified")
-            rank = len(given[0])
-        if any(len(v) != rank for v in given):
-            raise SpecError(f"index domain: every member must have {rank} entries")
-        lo = [0] * rank if inclusive_min is None and shape is not None else \
-            list(inclusive_min) if inclusive_min is not None else [-INF] * rank
-        if shape is not None:
-            hi = [a + int(n) for a, n in zip(lo, shape, strict=True)]
-        elif exclusive_max is not None:
-            hi = [int(v) for v in exclusive_max]
-        elif inclusive_max is not None:
-            hi = [int(v) + 1 for v in inclusive_max]
-        else:
-            hi = [INF_MAX] * rank
-        lower = implicit_lower_bounds or [inclusive_min is None and shape is None] * rank
-        upper = implicit_upper_bounds or [shape is None and exclusive_max is None
-                                          and inclusive_max is None] * rank
-        return cls(tuple(int(v) for v in lo), tuple(hi), tuple(bool(v) for v in lower),
-                   tuple(bool(v) for v in upper), tuple(label or "" for label in labels or
-                                                        [""] * rank))
+        members = {name: _make_member(value, name) for name, value in (
+            ("inclusive_min", inclusive_min), ("exclusive_max", exclusive_max),
+            ("inclusive_max", inclusive_max), ("shape", shape), ("labels", labels),
+            ("implicit_lower_bounds", implicit_lower_bounds),
+            ("implicit_upper_bounds", implicit_upper_bounds)) if value is not None}
+        rank = _make_rank(rank, members)
+        uppers = [name for name in ("shape", "exclusive_max", "inclusive_max") if name in members]
+        if len(uppers) > 1:
+            raise SpecError(f"index domain: {uppers[0]} and {uppers[1]} cannot both be given")
+        lo = members.get("inclusive_min", [0 if "shape" in members else -INF] * rank)
+        upper = uppers[0] if uppers else None
+        hi = [INF_MAX] * rank if upper is None else members[upper]
+        if upper == "shape":
+            hi = [a + n for a, n in zip(lo, hi, strict=True)]
+        elif upper == "inclusive_max":
+            hi = [v + 1 for v in hi]
+        _check_intervals(lo, hi, upper)
+        return cls(tuple(lo), tuple(hi),
+                   members.get("implicit_lower_bounds", (inclusive_min is None
+                                                         and shape is None,) * rank),
+                   members.get("implicit_upper_bounds", (upper is None,) * rank),
+                   members.get("labels", ("",) * rank))
 
     @classmethod
     def from_shape(cls, shape: Sequence[int], labels: Sequence[str] | None = None,

@@ -10,6 +10,7 @@ coordinates.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -18,8 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SelectionError
+from ..errors import CopyRequiredError, DataTypeError, SelectionError
+from .chunk_layout import ChunkLayout
+from .schema import CodecSpec, Schema
 from .transform import IndexDomain, IndexTransform, OutputIndexMap, certainly_empty
+from .units import Unit, Units
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -72,6 +76,32 @@ class View:
     @property
     def dtype(self) -> np.dtype:
         return self.base.dtype
+
+    # What TensorStore's TensorStore describes, in the view's coordinates (an Array opened
+    # with labels the metadata cannot hold is a View, and must describe itself as one).
+    @property
+    def chunk_layout(self) -> ChunkLayout:
+        return _layout_through(self.base.chunk_layout, self.transform)
+
+    @property
+    def codec(self) -> CodecSpec:
+        return self.base.codec
+
+    @property
+    def fill_value(self) -> Any:
+        return self.base.fill_value
+
+    @property
+    def dimension_units(self) -> Units:
+        return _units_through(self.base.dimension_units, self.transform)
+
+    @property
+    def schema(self) -> Schema:
+        base = self.base.schema
+        units = None if base.dimension_units is None else self.dimension_units
+        return Schema(dtype=base.dtype, domain=self.domain, chunk_layout=self.chunk_layout,
+                      codec=base.codec, fill_value=base.fill_value,
+                      dimension_units=units if units and any(units) else None)
 
     def spec(self, **options: Any) -> Any:
         return self.base.spec(**options, transform=self.transform)
@@ -127,8 +157,23 @@ class View:
         return _executor().submit(write_view, self.base, self.transform, value)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        data = read_view(self.base, self.transform)
-        return data if dtype is None else data.astype(dtype)
+        return as_numpy(lambda: read_view(self.base, self.transform), dtype, copy,
+                        f"view of {self.base.name}")
+
+
+def as_numpy(read: Callable[[], np.ndarray], dtype: Any, copy: Any, what: str) -> np.ndarray:
+    """numpy's `__array__(dtype, copy)` for data that exists only once read."""
+    if copy is False:
+        raise CopyRequiredError(f"{what}: copy=False cannot be honoured, reading makes a new "
+                                "array (pass copy=None or True)")
+    data = read()
+    if dtype is None:
+        return data
+    try:
+        return data.astype(np.dtype(dtype), copy=False)  # the read is already a fresh array
+    except (TypeError, ValueError) as e:
+        raise DataTypeError(f"{what}: cannot convert {data.dtype} to dtype {dtype!r}: "
+                            f"{e}") from None
 
 
 class _Op:
@@ -143,6 +188,64 @@ class _Op:
 
     def __setitem__(self, args: Any, value: Any) -> None:
         self[args].write(value).result()
+
+
+# -- descriptions through a transform ---------------------------------------------------------
+
+
+def _sources(transform: IndexTransform) -> list[int | None]:
+    """Per input dimension, the one array dimension that reads it through a strided map;
+    None for dimensions read by no such map, by several, or by an index array."""
+    readers: list[list[int]] = [[] for _ in range(transform.input_rank)]
+    for i, m in enumerate(transform.output):
+        if m.method == "single_input_dimension" and m.stride != 0:
+            readers[m.input_dimension].append(i)
+        elif m.method == "array":
+            for j, n in enumerate(m.index_array.shape):
+                if n > 1:
+                    readers[j].append(-1)  # never a single reader
+    return [r[0] if len(r) == 1 and r[0] >= 0 else None for r in readers]
+
+
+def _origin_through(origin: int, m: OutputIndexMap) -> int:
+    """The first input whose output is at or past the array's grid line `origin`
+    (for a negative stride: one past the last input whose output is at or past it)."""
+    if m.stride > 0:
+        return -((m.offset - origin) // m.stride)
+    return (origin - m.offset) // m.stride + 1
+
+
+def _chunk_through(size: int, m: OutputIndexMap) -> int:
+    # Chunk boundaries repeat every size / gcd(size, |stride|) inputs.
+    return size // math.gcd(size, abs(m.stride))
+
+
+def _layout_through(layout: ChunkLayout, transform: IndexTransform) -> ChunkLayout:
+    """The array's chunk layout seen through `transform`, as TensorStore gives a view's:
+    dimensions without a single strided source are unconstrained and innermost."""
+    sources = _sources(transform)
+    maps = [None if i is None else (i, transform.output[i]) for i in sources]
+
+    def through(values: tuple[int | None, ...] | None, convert: Callable[..., Any]) -> list[Any]:
+        return [None if s is None or values is None or values[s[0]] is None
+                else convert(values[s[0]], s[1]) for s in maps]
+
+    order = [sources.index(i) for i in layout.inner_order or () if i in sources]
+    order += [j for j, i in enumerate(sources) if i is None]
+    return ChunkLayout(rank=transform.input_rank, inner_order=order,
+                       grid_origin=through(layout.grid_origin, _origin_through),
+                       read_chunk_shape=through(layout.read_chunk.shape, _chunk_through),
+                       write_chunk_shape=through(layout.write_chunk.shape, _chunk_through))
+
+
+def _units_through(units: Units, transform: IndexTransform) -> Units:
+    """A strided dimension's unit scales by |stride|; dimensions without a source have none."""
+    out: list[Unit | None] = []
+    for i in _sources(transform):
+        unit = None if i is None else units[i]
+        out.append(None if unit is None else Unit(
+            unit.multiplier * abs(transform.output[i].stride), unit.base_unit))
+    return tuple(out)
 
 
 # -- execution -------------------------------------------------------------------------------
