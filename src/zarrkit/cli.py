@@ -18,6 +18,7 @@ from .cli_tools import (
     add_copy_command,
     add_storage_options,
     add_verify_command,
+    open_node_arg,
     storage_options,
 )
 from .describe import summary
@@ -58,7 +59,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    node = api.open(args.path, mode="r", storage_options=storage_options(args.storage_options))
+    node = open_node_arg(args.path, storage_options(args.storage_options))
     if args.json:
         print(json.dumps({"info": summary(node), "metadata": node.metadata}, indent=2))
     elif isinstance(node, Array):
@@ -81,7 +82,7 @@ def _tree_json(node: Array | Group) -> dict[str, Any]:
 
 
 def _tree(args: argparse.Namespace) -> int:
-    node = api.open(args.path, mode="r", storage_options=storage_options(args.storage_options))
+    node = open_node_arg(args.path, storage_options(args.storage_options))
     if args.json:
         print(json.dumps(_tree_json(node), indent=2))
     elif isinstance(node, Group):

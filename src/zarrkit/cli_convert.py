@@ -24,13 +24,18 @@ def _shape(text: str | None) -> tuple[int, ...] | None:
         raise SpecError(f"expected comma-separated integers such as 64,64, got {text!r}") from None
 
 
-def _codecs(text: str | None) -> Any:
+def parse_codecs(text: str | None) -> Any:
+    """`--codecs`: a JSON array of v3 codecs (a bare string or object would be split up)."""
     if text is None:
         return None
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except ValueError as e:
         raise SpecError(f"--codecs: not valid JSON: {e}") from None
+    if not isinstance(value, list):
+        raise SpecError(f"--codecs must be a JSON array of codecs, such as "
+                        f"'[{{\"name\": \"bytes\"}}]', got {text!r}")
+    return value
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -45,7 +50,7 @@ def _run(args: argparse.Namespace) -> int:
             raise SpecError("convert needs SRC and DST (or --in-place PATH)")
         node = convert(args.src, args.dst, zarr_format=args.zarr_format,
                        chunks=_shape(args.chunks), shards=_shape(args.shards),
-                       codecs=_codecs(args.codecs), overwrite=args.overwrite,
+                       codecs=parse_codecs(args.codecs), overwrite=args.overwrite,
                        progress=not args.quiet)
     if not args.quiet:
         print(f"{node.name}: Zarr v{node.zarr_format} at {args.dst or args.src}")

@@ -54,7 +54,10 @@ def add_storage_options(p: argparse.ArgumentParser, flag: str = "--storage-optio
 
 
 def open_node_arg(path: str, options: dict[str, Any] | None) -> Array | Group:
-    return api.open(path, mode="r", storage_options=options)
+    try:
+        return api.open(path, mode="r", storage_options=options)
+    except NodeNotFoundError as e:  # the store's message names the key, not what was typed
+        raise NodeNotFoundError(f"{path!r}: {e}") from None
 
 
 class Throughput:
@@ -108,6 +111,7 @@ def _arrays(node: Array | Group) -> Iterator[Array]:
 
 
 def _copy(args: argparse.Namespace) -> int:
+    from .cli_convert import parse_codecs
     from .conversion import convert  # not `.convert`: that name is the function
 
     src_options = storage_options(args.storage_options)
@@ -120,7 +124,7 @@ def _copy(args: argparse.Namespace) -> int:
                        _target(args.dst, storage_options(args.dst_storage_options)),
                        zarr_format=args.zarr_format or source.zarr_format,
                        chunks=_shape(args.chunks), shards=_shape(args.shards),
-                       codecs=json.loads(args.codecs) if args.codecs else None,
+                       codecs=parse_codecs(args.codecs),
                        overwrite=args.overwrite, progress=progress)
     finally:
         progress.close()

@@ -24,7 +24,7 @@ from . import api, formats, storage
 from .array import Array
 from .creation import build_array_document, create_array_from_metadata
 from .creation_v2 import build_v2_metadata
-from .errors import NodeExistsError, SpecError
+from .errors import NodeExistsError, NodeNotFoundError, SpecError, ZarrkitError
 from .group import Group, create_group_at, open_node
 from .kvstore import open_kvstore
 from .metadata.json import json_dumps
@@ -143,6 +143,14 @@ def _copy_array(src: Array, dst: Array, report: Any) -> None:
         report(_units(region, write), dst.name)
 
 
+def _open_source(where: Any, what: str, **kwargs: Any) -> Array | Group:
+    """api.open, with a not-found error that names `where` as the caller gave it."""
+    try:
+        return api.open(where, **kwargs)
+    except NodeNotFoundError as e:
+        raise NodeNotFoundError(f"{what}: nothing to read at {where!r}: {e}") from None
+
+
 def _place(store: Any, path: str) -> tuple[Any, str]:
     """(the store apart from its path, the node's full path) for comparing locations."""
     spec = dict(store.to_json())
@@ -172,17 +180,28 @@ def convert(src: Any, dst: Any, *, zarr_format: int = 3, chunks: Any = None,
     """
     if zarr_format not in (2, 3):
         raise SpecError(f"convert: zarr_format must be 2 or 3, got {zarr_format!r}")
-    source = api.open(src, mode="r")
+    if isinstance(codecs, str | dict):  # would be iterated as characters or keys
+        raise SpecError(f"convert: codecs must be a list of v3 codecs, got {codecs!r}")
+    source = _open_source(src, "convert", mode="r")
     store, root = open_kvstore(dst, read_only=False)
     root = normalize_path(root)
     _refuse_same_place(source, store, root)
-    nodes = list(walk(source))
+    planned = _plan_nodes(list(walk(source)), root, zarr_format, chunks, shards, codecs)
     if storage.node_exists(store, root):
         if not overwrite:
             raise NodeExistsError(f"convert: {dst!r} already holds a node (overwrite=True "
                                   "replaces it)")
-        storage.delete_node(store, root)
-    copies = _create_nodes(nodes, store, root, zarr_format, chunks, shards, codecs)
+        storage.delete_node(store, root)  # only now: a refusal above must keep the old node
+    try:
+        return _convert_nodes(planned, store, root, zarr_format, progress)
+    except ZarrkitError as e:
+        raise type(e)(f"convert: stopped part-way, so {dst!r} holds an incomplete copy (delete "
+                      f"it, or convert again with overwrite=True): {e}") from e
+
+
+def _convert_nodes(planned: list[tuple[str, Array | Group, Any]], store: Any, root: str,
+                   zarr_format: int, progress: Any) -> Array | Group:
+    copies = _create_nodes(planned, store, zarr_format)
     total = sum(math.prod(-(-s // w) for s, w in zip(d.shape, _write_unit(d), strict=True))
                 for _, d in copies)
     callback, finish = make_callback(progress)
@@ -202,16 +221,21 @@ def convert(src: Any, dst: Any, *, zarr_format: int = 3, chunks: Any = None,
     return open_node(store, root, zarr_format=zarr_format)
 
 
-def _create_nodes(nodes: list[tuple[str, Array | Group]], store: Any, root: str,
-                  zarr_format: int, chunks: Any, shards: Any,
-                  codecs: Any) -> list[tuple[Array, Array]]:
-    """Build every target node's metadata first (so a refusal writes nothing), then create."""
+def _plan_nodes(nodes: list[tuple[str, Array | Group]], root: str, zarr_format: int,
+                chunks: Any, shards: Any, codecs: Any) -> list[tuple[str, Array | Group, Any]]:
+    """(path, source node, target array metadata or None for a group) of every node: built
+    before anything is written or deleted, so a refusal leaves the destination as it was."""
     planned: list[tuple[str, Array | Group, Any]] = []
     for rel, node in nodes:
         path = storage.join(root, rel) if rel else root
         md = _target(node, zarr_format, chunks, shards, codecs, path) \
             if isinstance(node, Array) else None
         planned.append((path, node, md))
+    return planned
+
+
+def _create_nodes(planned: list[tuple[str, Array | Group, Any]], store: Any,
+                  zarr_format: int) -> list[tuple[Array, Array]]:
     copies = []
     for path, node, md in planned:
         if md is None:
@@ -249,7 +273,8 @@ def upgrade_metadata(where: Any, *, path: str | None = None, keep_v2_metadata: b
     compressor v3 lacks (zlib, bz2, lzma, lz4, ...) or a type v3 lacks; `convert` copies those.
     The old documents are removed unless `keep_v2_metadata` (see the module docstring).
     """
-    root = api.open(where, mode="r+", path=path, use_consolidated=False)
+    root = _open_source(where, "upgrade_metadata", mode="r+", path=path,
+                        use_consolidated=False)
     if root.zarr_format == 3:
         return root
     nodes = [node for _, node in walk(root)]
@@ -257,7 +282,10 @@ def upgrade_metadata(where: Any, *, path: str | None = None, keep_v2_metadata: b
     callback, finish = make_callback(progress)
     store = root.store
     try:
-        for i, (node_path, doc) in enumerate(docs):
+        # Children first, the root last: until the root's zarr.json exists the hierarchy still
+        # opens as v2 (members are looked up in their group's format), so a run that is killed
+        # part-way is simply run again; a v3 root over v2 children would hide them for good.
+        for i, (node_path, doc) in enumerate(reversed(docs)):
             store.set(formats.key(node_path, formats.V3_KEY), json_dumps(doc))
             callback(i + 1, len(docs), node_path or "/")
         if not keep_v2_metadata:

@@ -60,8 +60,16 @@ def to_dask(array: Array, chunks: Any = None, *, name: str | None = None) -> Any
     block reads whole stored objects once.
     """
     da = _dask_array()
+    if not isinstance(array, Array):
+        raise SpecError(f"to_dask expects a zarrkit Array, got {type(array).__name__}")
     if chunks is None:
         chunks = aligned_blocks(write_grid(array), array.shape, array.dtype.itemsize)
+    try:  # dask's own errors for bad chunks are ZeroDivisionError, ValueError, ...
+        chunks = da.core.normalize_chunks(chunks, array.shape, dtype=array.dtype,
+                                          previous_chunks=array.chunks)
+    except (ValueError, TypeError, ZeroDivisionError) as e:
+        raise SpecError(f"to_dask: invalid chunks={chunks!r} for shape {array.shape}: "
+                        f"{e or type(e).__name__}") from None
     meta = np.empty((0,) * array.ndim, dtype=array.dtype)
     return da.from_array(array, chunks=chunks, name=name or _graph_name(array), lock=False,
                          asarray=True, fancy=False, inline_array=True, meta=meta)
@@ -93,7 +101,11 @@ def from_dask(darr: Any, where: Any = None, *, path: str | None = None, chunks: 
 
     if chunks is None:
         chunks = tuple(max(c[0], 1) if c else 1 for c in darr.chunks)
-    array = create(where, darr.shape, darr.dtype, path=path, chunks=chunks, shards=shards,
+    if any(math.isnan(n) for n in darr.shape):
+        raise SpecError(f"from_dask: the dask array's shape {darr.shape} is not known yet "
+                        "(call compute_chunk_sizes() on it first)")
+    dtype = create_kwargs.pop("dtype", darr.dtype)  # stored type; values are cast on write
+    array = create(where, darr.shape, dtype, path=path, chunks=chunks, shards=shards,
                    overwrite=overwrite, storage_options=storage_options, **create_kwargs)
     grid = write_grid(array)
     if any(any(b % g for b in blocks[:-1]) for blocks, g in zip(darr.chunks, grid, strict=True)):

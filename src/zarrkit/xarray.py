@@ -66,7 +66,8 @@ def _write_variable(group: Group, name: str, var: Any, user: dict[str, Any],
 
     var = encode_zarr_variable(var, name=name, zarr_format=zarr_format)
     attrs = {k: _json_attr(v) for k, v in var.attrs.items()}
-    fill = user["fill_value"] if "fill_value" in user else _fill_value(var, attrs, zarr_format)
+    fill = _fill_value(var, attrs, zarr_format)  # also encodes or drops the _FillValue attribute
+    fill = user.get("fill_value", fill)
     kwargs = _create_keywords(var, user)
     if zarr_format == 2:
         attrs[DIMENSIONS_ATTRIBUTE] = list(var.dims)
