@@ -112,7 +112,7 @@ def build_array_document(
             compressors = ()
         elif isinstance(compressors, dict | Codec):
             compressors = (compressors,)
-        codecs = [*(filters or ()), serializer or {"name": "bytes"}, *compressors]
+        codecs = [*(filters or ()), serializer or _default_serializer(data_type), *compressors]
     codec_list = [_codec_json(c) for c in codecs]
     if shards is not None:
         shard_shape = _chunk_shape(shards, shape_t, "shards")
@@ -140,10 +140,20 @@ def build_array_document(
     return doc
 
 
+def _default_serializer(data_type: DataType) -> dict[str, Any]:
+    """The array->bytes codec for `data_type` when none is given (zarr-python's choice)."""
+    name = {"vlen_str": "vlen-utf8", "vlen_bytes": "vlen-bytes"}.get(data_type.kind, "bytes")
+    return {"name": name}
+
+
+#: Kinds whose fill values go through `cast_fill_value`: numbers are refused (astype would
+#: invent bytes or text); for the text and bytes types a str is text, bytes are bytes.
+_CAST_KINDS = frozenset({"raw", "str", "bytes", "vlen_str", "vlen_bytes"})
+
+
 def _fill_json(value: Any, data_type: DataType) -> Any:
     """Accept Python/numpy fill values as well as their JSON encodings."""
-    if data_type.kind == "raw":
-        # bytes, np.void, or the JSON forms; numbers are refused (astype would invent bytes).
+    if data_type.kind in _CAST_KINDS:
         return data_type.fill_value_to_json(data_type.cast_fill_value(value, where="fill_value"))
     if isinstance(value, str | list):
         return value

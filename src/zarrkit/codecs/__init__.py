@@ -12,10 +12,11 @@ from .gzip import GzipCodec
 from .registry import get_codec_class, parse_codec, register_codec, registered_codecs
 from .sharding import ShardingCodec
 from .transpose import TransposeCodec
+from .vlen import VLenBytesCodec, VLenUTF8Codec
 from .zstd import ZstdCodec
 
 __all__ = [
     "ArrayArrayCodec", "ArrayBytesCodec", "BloscCodec", "Buffer", "BytesBytesCodec", "BytesCodec",
     "ChunkSpec", "Codec", "CodecChain", "Crc32cCodec", "GzipCodec", "ShardingCodec", "TransposeCodec",
-    "ZstdCodec", "get_codec_class", "parse_codec", "register_codec", "registered_codecs",
+    "VLenBytesCodec", "VLenUTF8Codec", "ZstdCodec", "get_codec_class", "parse_codec", "register_codec", "registered_codecs",
 ]

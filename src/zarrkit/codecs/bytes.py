@@ -28,7 +28,9 @@ def _is_extension(dtype: np.dtype) -> bool:
 def _check_dtype(dtype: np.dtype) -> None:
     plain_raw = dtype.kind == "V" and dtype.fields is None and dtype.subdtype is None
     if not (dtype.kind in _NUMPY_KINDS or plain_raw or _is_extension(dtype)):
-        raise CodecError(f"bytes codec: data type {dtype} cannot be encoded")
+        hint = " (variable-length strings and bytes need the vlen-utf8 or vlen-bytes codec)" \
+            if dtype.hasobject else ""
+        raise CodecError(f"bytes codec: data type {dtype} cannot be encoded{hint}")
 
 
 def endian_applies(dtype: np.dtype) -> bool:

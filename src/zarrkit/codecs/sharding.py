@@ -98,6 +98,9 @@ class ShardingCodec(ArrayBytesCodec):
         # shard array -> (n0, c0, n1, c1, ...) -> blocks[(i0, i1, ...)] is inner chunk (i0, i1, ...)
         self._split = tuple(x for pair in zip(per_shard, self.chunk_shape, strict=True) for x in pair)
         self._block_axes = tuple(range(0, 2 * ndim, 2)) + tuple(range(1, 2 * ndim, 2))
+        self._units_axes = tuple(range(1, 2 * ndim, 2)) + (2 * ndim,)
+        if spec.dtype.hasobject:  # str/bytes elements have no bits: compared by value
+            return
         # Inner chunks equal to the fill value byte for byte are left out. Compare in the widest
         # unsigned unit dividing the item size: exact for NaN payloads and -0.0, unlike ==.
         itemsize = spec.dtype.itemsize
@@ -105,7 +108,6 @@ class ShardingCodec(ArrayBytesCodec):
         self._unit = np.dtype(f"u{unit}")
         self._units_per_item = itemsize // unit
         self._fill_units = np.array(spec.fill_value, dtype=spec.dtype).reshape(1).view(self._unit)
-        self._units_axes = tuple(range(1, 2 * ndim, 2)) + (2 * ndim,)
 
     def _bound(self, spec: ChunkSpec) -> ShardingCodec:
         own = self.spec
@@ -229,13 +231,21 @@ class ShardingCodec(ArrayBytesCodec):
         result is a valid shard holding only an index (it decodes to the fill value)."""
         bound = self._bound(spec)
         array = np.ascontiguousarray(array)
-        units = array.reshape(-1).view(bound._unit).reshape(bound._split + (bound._units_per_item,))
-        present = ~(units == bound._fill_units).all(axis=bound._units_axes)
+        present = bound._present(array)
         blocks = array.reshape(bound._split).transpose(bound._block_axes)
         flats = np.flatnonzero(present).tolist()
         encode = bound.inner.encode
         buffers = [encode(blocks[coords + (...,)]) for coords in bound._coords(flats)]
         return bound._pack(flats, buffers)
+
+    def _present(self, array: np.ndarray) -> np.ndarray:
+        """Which inner chunks of a whole shard differ from the fill value (a bool array)."""
+        if array.dtype.hasobject:
+            fill = self.spec.fill_value  # type: ignore[union-attr]
+            same = np.frompyfunc(lambda v: type(v) is type(fill) and v == fill, 1, 1)(array)
+            return ~same.astype(bool).reshape(self._split).all(axis=self._units_axes[:-1])
+        units = array.reshape(-1).view(self._unit).reshape(self._split + (self._units_per_item,))
+        return ~(units == self._fill_units).all(axis=self._units_axes)
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         bound = self._bound(spec)
@@ -270,4 +280,6 @@ def _listed(value: Any) -> Any:
 
 
 def _fill_bytes(spec: ChunkSpec) -> bytes:
+    if spec.dtype.hasobject:  # an object array's bytes are pointers: compare the value
+        return repr(spec.fill_value).encode()
     return np.array(spec.fill_value, dtype=spec.dtype).tobytes()

@@ -533,6 +533,7 @@ def write(arr: ChunkedArray, plan: Plan, value: Any) -> None:
     value = plan.prepare_value(np.asarray(value, dtype=arr.dtype))
     if not plan.nitems:
         return
+    _check_objects(arr, value)
     try:
         if arr.sharding is not None:
             _write_sharded(arr, arr.sharding, plan, value)
@@ -542,6 +543,17 @@ def write(arr: ChunkedArray, plan: Plan, value: Any) -> None:
                  list(plan), _small(arr, plan))
     finally:
         _forget_written(arr, plan)
+
+
+def _check_objects(arr: ChunkedArray, value: np.ndarray) -> None:
+    """Object values (vlen-utf8/vlen-bytes) are all checked before any chunk is stored, so a
+    wrong one fails the whole write rather than the chunks after some were written."""
+    if not value.dtype.hasobject:
+        return
+    chain = arr.sharding.inner if arr.sharding is not None else arr.chain
+    check = getattr(chain.array_bytes, "check_values", None)
+    if check is not None:
+        check(value, "the values written")
 
 
 def _forget_written(arr: ChunkedArray, plan: Plan) -> None:

@@ -1,4 +1,5 @@
-"""Zarr v3 data types and their fill values (data-types.rst; TensorStore's bfloat16 and int4).
+"""Zarr v3 data types and their fill values (data-types.rst; TensorStore's bfloat16 and int4;
+zarr-python's registered string and bytes extensions).
 
 A fill value is held as a numpy scalar of the native-order dtype and converted from/to JSON
 bit-exactly: NaN payloads, -0.0, uint64/int64 extremes all survive a round trip. The module-level
@@ -62,6 +63,22 @@ _KIND_BY_NAME: dict[str, str] = {
 RAW_BYTES = "raw_bytes"
 _RAW_NAME = re.compile(r"r([1-9][0-9]*)")
 
+#: zarr-python's registered extensions for text and bytes. The fixed-size ones are configured
+#: with {"length_bytes": n} like raw_bytes; their values are numpy `U<n/4>` / `S<n>` elements.
+FIXED_UTF32 = "fixed_length_utf32"
+NULL_TERMINATED = "null_terminated_bytes"
+#: The variable-length ones hold Python str / bytes in object arrays (vlen-utf8 / vlen-bytes).
+STRING = "string"
+VLEN_BYTES = "variable_length_bytes"
+#: The kinds of those four types (TensorStore's zarr3 driver supports none of them).
+TEXT_KINDS = frozenset({"str", "bytes", "vlen_str", "vlen_bytes"})
+#: Configured name -> (numpy kind, DataType.kind); length_bytes is the numpy itemsize.
+_SIZED: dict[str, tuple[str, str]] = {
+    RAW_BYTES: ("V", "raw"), FIXED_UTF32: ("U", "str"), NULL_TERMINATED: ("S", "bytes")}
+#: Variable-length name -> (DataType.kind, the Python type of its values).
+_VARIABLE: dict[str, tuple[str, type]] = {STRING: ("vlen_str", str),
+                                          VLEN_BYTES: ("vlen_bytes", bytes)}
+
 #: (exponent bits, mantissa bits) of each IEEE-like binary float format.
 _FLOAT_FORMATS: dict[np.dtype, tuple[int, int]] = {
     np.dtype(np.float16): (5, 10),
@@ -80,13 +97,19 @@ class DataType:
 
     name: str
     dtype: np.dtype
-    #: "bool", "int", "uint", "float", "complex" or "raw".
+    #: "bool", "int", "uint", "float", "complex", "raw", "str" (fixed_length_utf32), "bytes"
+    #: (null_terminated_bytes), "vlen_str" (string) or "vlen_bytes" (variable_length_bytes).
     kind: str = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         dtype = np.dtype(self.dtype)
         if self.name == RAW_BYTES:
             valid, kind = _is_raw(dtype), "raw"
+        elif self.name in _SIZED:
+            kind = _SIZED[self.name][1]
+            valid = dtype.kind == _SIZED[self.name][0] and dtype.itemsize > 0 and dtype.isnative
+        elif self.name in _VARIABLE:
+            valid, kind = dtype == np.dtype(object), _VARIABLE[self.name][0]
         else:
             expected = _dtype_for_name(self.name, where="data_type")
             valid = expected is not None and dtype == expected
@@ -106,8 +129,12 @@ class DataType:
     def from_json(cls, value: Any, *, where: str = "data_type") -> DataType:
         """Parse the v3 `data_type` member. Unknown types cannot be skipped, so they raise."""
         name, config, _ = parse_extension(value, where=where, error=DataTypeError)
-        if name == RAW_BYTES and isinstance(value, dict):
-            return cls(RAW_BYTES, np.dtype(f"V{_raw_bytes_length(config, where)}"))
+        if name in _SIZED and isinstance(value, dict):
+            numpy_kind = _SIZED[name][0]
+            length = _length_bytes(name, config, where)
+            return cls(name, np.dtype(f"{numpy_kind}{length // 4 if numpy_kind == 'U' else length}"))
+        if name in _VARIABLE and not config:
+            return cls(name, np.dtype(object))
         if config:
             raise DataTypeError(f"{where}: data type {name!r} takes no configuration")
         dtype = _dtype_for_name(name, where=where)
@@ -122,12 +149,17 @@ class DataType:
             return dtype_like
         if dtype_like is None:  # np.dtype(None) would silently mean float64
             raise DataTypeError("data type must not be None")
+        if dtype_like is bytes:  # np.dtype(bytes) is the sizeless S0
+            return cls(VLEN_BYTES, np.dtype(object))
         try:
             dtype = np.dtype(dtype_like)
         except (TypeError, ValueError) as e:
             raise DataTypeError(f"unsupported data type {describe(dtype_like)}: {e}") from None
         if _is_raw(dtype):
             return cls(f"r{8 * dtype.itemsize}", dtype)
+        text = _text_type(dtype)
+        if text is not None:
+            return text
         name = _name_for_dtype(dtype)
         if name is None:
             raise DataTypeError(f"data type {dtype} has no Zarr v3 equivalent")
@@ -135,23 +167,26 @@ class DataType:
 
     @classmethod
     def parse(cls, value: Any) -> DataType:
-        """A DataType, a v3 identifier ("float32", "r24", {...}) or a numpy dtype-like."""
+        """A DataType, a v3 identifier ("float32", "r24", "string", {...}) or a numpy dtype-like
+        (str, bytes and object included: see `from_numpy`)."""
         if isinstance(value, DataType):
             return value
         if isinstance(value, dict) or isinstance(value, str) and (
-                value in _CORE_DTYPES or _RAW_NAME.fullmatch(value)):
+                value in _CORE_DTYPES or value in _VARIABLE or _RAW_NAME.fullmatch(value)):
             return cls.from_json(value)
         return cls.from_numpy(value)
 
     def to_json(self) -> str | dict[str, Any]:
-        if self.name == RAW_BYTES:
-            return {"name": RAW_BYTES, "configuration": {"length_bytes": self.item_size}}
+        if self.name in _SIZED:
+            return {"name": self.name, "configuration": {"length_bytes": self.item_size}}
         return self.name
 
     # -- fill values --------------------------------------------------------------------------
 
     def default_fill_value(self) -> Any:
-        """Zero of the type: false, 0, +0.0, 0+0j or all-zero bytes."""
+        """Zero of the type: false, 0, +0.0, 0+0j, all-zero bytes or the empty str/bytes."""
+        if self.kind in ("vlen_str", "vlen_bytes"):
+            return _VARIABLE[self.name][1]()
         return np.zeros((), self.dtype)[()]
 
     def parse_fill_value(self, value: Any, *, where: str = "fill_value") -> Any:
@@ -167,6 +202,10 @@ class DataType:
             return float_from_json(value, self.dtype, where=where)
         if kind == "complex":
             return complex_from_json(value, self.dtype, where=where)
+        if kind in ("str", "vlen_str"):
+            return self._text(value, where)
+        if kind in ("bytes", "vlen_bytes"):
+            return self._bytes(_base64(value, self.name, where), where)
         return _raw_from_json(value, self.dtype, where)
 
     def fill_value_to_json(self, scalar: Any) -> Any:
@@ -181,6 +220,10 @@ class DataType:
             return float_to_json(scalar, self.dtype)
         if kind == "complex":
             return complex_to_json(scalar, self.dtype)
+        if kind in ("str", "vlen_str"):
+            return str(scalar)
+        if kind in ("bytes", "vlen_bytes"):  # zarr-python's form: base64 of the value's bytes
+            return base64.standard_b64encode(bytes(scalar)).decode("ascii")
         data = np.asarray(scalar).tobytes()
         if self.name == RAW_BYTES:  # zarr-python's form for this extension
             return base64.standard_b64encode(data).decode("ascii")
@@ -210,6 +253,13 @@ class DataType:
         kind = self.kind
         if kind == "raw" and isinstance(value, bytes | bytearray | memoryview):
             return _raw_from_bytes(bytes(value), self.dtype, where)
+        if kind in ("str", "vlen_str"):
+            return self._text(value, where)
+        if kind in ("bytes", "vlen_bytes"):
+            # Bytes only: a str could be text or the base64 JSON form, so neither is guessed.
+            if not isinstance(value, bytes | bytearray | memoryview):
+                raise DataTypeError(f"{where}: expected bytes for {self.name}, got {describe(value)}")
+            return self._bytes(bytes(value), where)
         if kind in ("int", "uint") and isinstance(value, float) and value.is_integer():
             value = int(value)
         elif kind == "float" and isinstance(value, float):
@@ -219,6 +269,28 @@ class DataType:
             return _complex_from_parts(round_to_float(complex(value).real, part),
                                        round_to_float(complex(value).imag, part), self.dtype)
         return self.parse_fill_value(value, where=where)
+
+    def _text(self, value: Any, where: str) -> Any:
+        """A str value of fixed_length_utf32 (at most length_bytes / 4 characters) or string."""
+        if not isinstance(value, str):
+            raise DataTypeError(f"{where}: expected a string for {self.name}, got {describe(value)}")
+        if self.kind == "vlen_str":
+            return str(value)
+        limit = self.item_size // 4
+        # numpy drops trailing NULs, as the zero padding of the stored form cannot keep them.
+        if len(value.rstrip("\0")) > limit:
+            raise DataTypeError(f"{where}: {describe(value)} has {len(value)} characters, "
+                                f"{self.name} of length_bytes {self.item_size} holds {limit}")
+        return np.str_(value)
+
+    def _bytes(self, data: bytes, where: str) -> Any:
+        """A bytes value of null_terminated_bytes (at most length_bytes) or variable_length_bytes."""
+        if self.kind == "vlen_bytes":
+            return data
+        if len(data.rstrip(b"\0")) > self.item_size:
+            raise DataTypeError(f"{where}: {describe(data)} has {len(data)} bytes, {self.name} "
+                                f"of length_bytes {self.item_size} holds {self.item_size}")
+        return np.bytes_(data)
 
 
 # -- data type helpers ------------------------------------------------------------------------
@@ -253,12 +325,32 @@ def _name_for_dtype(dtype: np.dtype) -> str | None:
     return _NAME_BY_LAYOUT.get((dtype.kind, dtype.itemsize))
 
 
-def _raw_bytes_length(config: dict[str, Any], where: str) -> int:
+def _text_type(dtype: np.dtype) -> DataType | None:
+    """The string or bytes data type holding numpy `dtype`'s values, if it is one of those.
+
+    Sizeless `U`/`S` (what np.dtype(str) gives), object and numpy 2's StringDType (kind "T")
+    hold variable-length values; sized `U<n>`/`S<n>` are fixed (stored natively, the bytes
+    codec's endian decides the order on disk).
+    """
+    if dtype.kind in "OT" or dtype.kind == "U" and dtype.itemsize == 0:
+        return DataType(STRING, np.dtype(object))
+    if dtype.kind == "S" and dtype.itemsize == 0:
+        return DataType(VLEN_BYTES, np.dtype(object))
+    if dtype.kind == "U":
+        return DataType(FIXED_UTF32, np.dtype(f"U{dtype.itemsize // 4}"))
+    if dtype.kind == "S":
+        return DataType(NULL_TERMINATED, dtype)
+    return None
+
+
+def _length_bytes(name: str, config: dict[str, Any], where: str) -> int:
     unknown = sorted(set(config) - {"length_bytes"})
     length = config.get("length_bytes")
-    if unknown or not is_int(length) or length < 1:
+    unit = 4 if name == FIXED_UTF32 else 1  # UTF-32: four bytes per character
+    if unknown or not is_int(length) or length < 1 or length % unit:
+        what = "a positive multiple of 4" if unit == 4 else "<positive integer>"
         raise DataTypeError(
-            f"{where}: raw_bytes needs configuration {{'length_bytes': <positive integer>}}, "
+            f"{where}: {name} needs configuration {{'length_bytes': {what}}}, "
             f"got {describe(config)}")
     return length
 
@@ -425,6 +517,15 @@ def _raw_from_bytes(data: bytes, dtype: np.dtype, where: str) -> Any:
         raise DataTypeError(
             f"{where}: raw fill value has {len(data)} bytes, the data type has {dtype.itemsize}")
     return np.void(data)
+
+
+def _base64(value: Any, name: str, where: str) -> bytes:
+    if not isinstance(value, str):
+        raise DataTypeError(f"{where}: expected base64 text for {name}, got {describe(value)}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise DataTypeError(f"{where}: invalid base64 {describe(value)} for {name}") from None
 
 
 def _raw_from_json(value: Any, dtype: np.dtype, where: str) -> Any:

@@ -157,7 +157,7 @@ class ArrayMetadataV3:
                                 f"got {describe(self.chunk_key_encoding)}")
         fill_value = data_type.cast_fill_value(self.fill_value, where=f"{where}: fill_value")
         self._set("fill_value", fill_value)
-        self._set("_fill_bits", data_type.dtype.str.encode() + np.asarray(fill_value).tobytes())
+        self._set("_fill_bits", data_type.dtype.str.encode() + _fill_bytes(fill_value))
         spec = ChunkSpec(self.chunk_grid.chunk_shape, data_type.dtype, fill_value)
         chain = CodecChain.from_codecs(tuple(self.codecs), spec, where=f"{where}: codecs")
         self._set("_chunk_spec", spec)
@@ -305,6 +305,14 @@ class ArrayMetadataV3:
     def evolve(self, **changes: Any) -> ArrayMetadataV3:
         """A copy with `changes` applied, re-validated (e.g. shape for resize, attributes)."""
         return dataclasses.replace(self, **changes)
+
+
+def _fill_bytes(fill_value: Any) -> bytes:
+    """The fill value's bits, for equality; str and bytes (of object arrays) by their repr,
+    which tells b"" from b"\\0" and a str from bytes."""
+    if isinstance(fill_value, str | bytes):
+        return repr(fill_value).encode()
+    return np.asarray(fill_value).tobytes()
 
 
 def _sequence(value: Any) -> Any:

@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import DataTypeError, MetadataError, SpecError
-from ..metadata.data_type import DataType
+from ..metadata.data_type import TEXT_KINDS, DataType
 from .chunk_layout import ChunkLayout
 from .codec_spec import ChainSpec, merge, parse_chain
 from .transform import IndexDomain
@@ -89,10 +89,11 @@ def dtype_name(value: Any, where: str = "dtype") -> str:
     if isinstance(value, np.dtype) and value in V2_FLOAT8.values():
         return value.name
     try:
-        name = DataType.parse(value).to_json()
+        data_type = DataType.parse(value)
     except (DataTypeError, MetadataError, TypeError) as exc:
         raise SpecError(f"{where}: unsupported data type {value!r}: {exc}") from None
-    if not isinstance(name, str):
+    name = data_type.to_json()
+    if not isinstance(name, str) or data_type.kind in TEXT_KINDS:
         raise SpecError(f"{where}: data type {value!r} has no TensorStore name")
     return name
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataTypeError, MetadataError, SpecError
-from ..metadata.data_type import DataType
+from ..metadata.data_type import TEXT_KINDS, DataType
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v2_dtype import DataTypeV2
 from .chunk_layout import ChunkLayout, choose_chunk_shapes
@@ -135,7 +135,10 @@ def _from_name(name: str) -> DataTypeV2:
     if name in V2_FLOAT8:
         return DataTypeV2.from_numpy(V2_FLOAT8[name])
     try:
-        return DataTypeV2.from_numpy(DataType.parse(name).dtype)
+        data_type = DataType.parse(name)
+        if data_type.kind in TEXT_KINDS:  # zarr-python's v3 names: no TensorStore dtype
+            raise DataTypeError(name)
+        return DataTypeV2.from_numpy(data_type.dtype)
     except (DataTypeError, MetadataError, TypeError):
         raise SpecError(f"dtype: {name!r} is not supported by the zarr driver") from None
 

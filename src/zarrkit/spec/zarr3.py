@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import DataTypeError, MetadataError, SpecError
 from ..metadata.chunk_key_encoding import ChunkKeyEncoding
-from ..metadata.data_type import DataType
+from ..metadata.data_type import TEXT_KINDS, DataType
 from .chunk_layout import ChunkLayout, choose_chunk_shapes
 from .codec_spec import (
     ChainSpec,
@@ -111,9 +111,20 @@ def _data_type(json: dict[str, Any], where: str) -> DataType | None:
     if "data_type" not in json:
         return None
     try:
-        return DataType.from_json(json["data_type"], where=f"{where}.data_type")
+        data_type = DataType.from_json(json["data_type"], where=f"{where}.data_type")
     except (DataTypeError, MetadataError) as exc:
         raise SpecError(str(exc)) from None
+    return _tensorstore_type(data_type, f"{where}.data_type")
+
+
+def _tensorstore_type(data_type: DataType, where: str) -> DataType:
+    """`data_type`, unless TensorStore's zarr3 driver has no such type (0.1.86 refuses the
+    string and bytes extensions): a spec could not mean the same as TensorStore."""
+    if data_type.kind in TEXT_KINDS:
+        raise SpecError(f"{where}: data type {data_type.name!r} is not supported in TensorStore "
+                        "specs (TensorStore has no Zarr v3 string or bytes types); create such "
+                        "arrays with zarrkit.create")
+    return data_type
 
 
 def _chunk_grid(value: Any, where: str) -> tuple[int, ...] | None:
@@ -180,9 +191,10 @@ def _merged_dtype(c: MetadataConstraints, schema: Schema) -> DataType:
         raise SpecError("dtype: must be specified (dtype, schema.dtype or metadata.data_type) "
                         "to create an array")
     try:
-        return DataType.from_json(schema.dtype)
+        data_type = DataType.from_json(schema.dtype)
     except (DataTypeError, MetadataError) as exc:
         raise SpecError(f"dtype: {exc}") from None
+    return _tensorstore_type(data_type, "dtype")
 
 
 def _merged_shape(c: MetadataConstraints, schema: Schema) -> tuple[tuple[int, ...], list[str]]:
@@ -408,13 +420,13 @@ def codec_of(md: Any) -> CodecSpec:
 
 
 def dtype_of(md: Any) -> str:
-    if is_v3(md):
-        name = md.data_type.to_json()
-        return name if isinstance(name, str) else str(md.dtype)
+    """The TensorStore name of the stored data type, or numpy's when it has none."""
     try:
-        return DataType.from_numpy(md.dtype).to_json()
+        data_type = md.data_type if is_v3(md) else DataType.from_numpy(md.dtype)
     except (DataTypeError, MetadataError):
         return str(md.dtype)
+    name = data_type.to_json()
+    return name if isinstance(name, str) and data_type.kind not in TEXT_KINDS else str(md.dtype)
 
 
 def schema_of(md: Any) -> Schema:

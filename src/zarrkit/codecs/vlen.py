@@ -1,0 +1,94 @@
+"""The `vlen-utf8` and `vlen-bytes` codecs: variable-length strings and bytes (zarr-python's).
+
+An array->bytes codec for object chunks of str (data type "string") or bytes
+("variable_length_bytes"). The layout is numcodecs' VLenUTF8 / VLenBytes, which zarr-python uses
+too: a little-endian uint32 count, then each element in C order as a uint32 length and its
+bytes. Encoding checks every element first, so a wrong value is named rather than stored as
+something else (numcodecs writes None and 0 as empty values).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Self
+
+import numpy as np
+from numcodecs import VLenBytes, VLenUTF8
+from numcodecs.abc import Codec as Numcodec
+
+from ..errors import CodecError, CorruptDataError
+from ._config import check_members
+from .base import ArrayBytesCodec, Buffer, ChunkSpec
+from .registry import register_codec
+
+
+class _VLenCodec(ArrayBytesCodec):
+    #: The Python type of the elements, and the data type holding them (for messages).
+    value_type: ClassVar[type]
+    data_type: ClassVar[str]
+    _impl: ClassVar[Numcodec]
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Self:
+        check_members(config, (), cls.name)
+        return cls()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": {}}  # as zarr-python writes it
+
+    def evolve(self, spec: ChunkSpec) -> Self:
+        # Both variable-length types are object arrays: the fill value's type tells them apart.
+        if spec.dtype != np.dtype(object) or not isinstance(spec.fill_value, self.value_type):
+            raise CodecError(f"{self.name} codec: encodes only the {self.data_type!r} data type "
+                             f"({self.value_type.__name__} values), not {_type_of(spec)}")
+        return self
+
+    def check_values(self, values: np.ndarray, what: str = "a chunk") -> None:
+        """Raise CodecError naming the first element of `values` (`what`) that is not of
+        `value_type`."""
+        flat = values.reshape(-1)
+        wanted = self.value_type
+        for i, value in enumerate(flat.tolist()):
+            if not isinstance(value, wanted):
+                where = np.unravel_index(i, values.shape) if values.ndim > 1 else i
+                raise CodecError(
+                    f"{self.name} codec: cannot store {value!r} ({type(value).__name__}) at "
+                    f"{where} of {what}: a {self.data_type!r} array holds {wanted.__name__} values only"
+                    + (" (write the fill value for missing ones)" if value is None else ""))
+
+    def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
+        values = np.asarray(array, dtype=object).reshape(-1)  # C order, as decode reshapes
+        self.check_values(values)
+        if not values.flags.writeable:  # VLenBytes takes a writable buffer (broadcast values)
+            values = values.copy()
+        return self._impl.encode(values)
+
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
+        values = self._impl.decode(data)
+        count = math.prod(spec.shape)
+        if values.size != count:
+            raise CorruptDataError(f"{self.name} codec: chunk holds {values.size} values, "
+                                   f"a chunk of shape {spec.shape} has {count}")
+        return values.reshape(spec.shape)
+
+
+def _type_of(spec: ChunkSpec) -> str:
+    if spec.dtype == np.dtype(object):
+        return f"object values with fill value {spec.fill_value!r}"
+    return f"data type {spec.dtype}"
+
+
+@register_codec
+class VLenUTF8Codec(_VLenCodec):
+    name = "vlen-utf8"
+    value_type = str
+    data_type = "string"
+    _impl = VLenUTF8()
+
+
+@register_codec
+class VLenBytesCodec(_VLenCodec):
+    name = "vlen-bytes"
+    value_type = bytes
+    data_type = "variable_length_bytes"
+    _impl = VLenBytes()
