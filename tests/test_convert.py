@@ -139,12 +139,61 @@ def test_slab_shape_aligns_to_both_grids():
     assert convert_module.slab_shape((10,), (4,), (4,), 8, budget=1 << 20) == (16,)
 
 
-@pytest.mark.parametrize("dtype", ["<M8[s]", "|S3", "<U2", str])
+@pytest.mark.parametrize("dtype", ["<M8[s]"])
 def test_convert_refuses_types_v3_lacks(tmp_path, dtype):
     zarrkit.create(tmp_path / "src", shape=(2,), dtype=dtype, zarr_format=2)
     with pytest.raises(zarrkit.DataTypeError, match="no Zarr v3 data type"):
         zarrkit.convert(tmp_path / "src", tmp_path / "dst", progress=False)
     assert not (tmp_path / "dst").exists()  # refused before anything was written
+
+
+def _v2_text(where, dtype, values, order="C"):
+    if dtype == "vlen-bytes":  # zarr-python names this v2 object array type explicitly
+        from zarr.core.dtype import VariableLengthBytes
+
+        arr = zarr.open_array(str(where), mode="w", shape=(len(values),), chunks=(1,),
+                              dtype=VariableLengthBytes(), zarr_format=2)
+        arr[:] = np.array(values, dtype=object)
+        return np.array(values, dtype=object)
+    data = np.array(values, dtype=object if dtype is str else dtype)
+    data = data.reshape(2, -1) if order == "F" else data
+    arr = zarrkit.create(where, shape=data.shape, chunks=(1,) * data.ndim, dtype=dtype,
+                         zarr_format=2, order=order)
+    arr[...] = data
+    return data
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+@pytest.mark.parametrize("dtype, values, v3_type", [
+    ("|S3", [b"ab", b"c"], "null_terminated_bytes"), ("<U2", ["ab", "c"], "fixed_length_utf32"),
+    (str, ["ab", "cde"], "string"), ("vlen-bytes", [b"a", b""], "variable_length_bytes"),
+])
+def test_text_arrays_convert_and_upgrade_to_v3_text_types(tmp_path, dtype, values, v3_type,
+                                                         in_place):
+    expected = _v2_text(tmp_path / "src", dtype, values)
+    if in_place:
+        zarrkit.upgrade_metadata(tmp_path / "src")
+        out = tmp_path / "src"
+    else:
+        zarrkit.convert(tmp_path / "src", tmp_path / "dst", progress=False)
+        out = tmp_path / "dst"
+    doc = json.loads((out / "zarr.json").read_text())
+    assert v3_type in json.dumps(doc["data_type"])
+    np.testing.assert_array_equal(zarrkit.open(out, mode="r", zarr_format=3)[...], expected)
+    np.testing.assert_array_equal(zarr.open_array(str(out), zarr_format=3)[...], expected)
+
+
+def test_an_order_f_string_array_upgrades_in_place(tmp_path):
+    expected = _v2_text(tmp_path / "src", str, ["a", "bb", "ccc", "d", "", "ff"], order="F")
+    zarrkit.upgrade_metadata(tmp_path / "src")
+    np.testing.assert_array_equal(zarrkit.open(tmp_path / "src", mode="r")[...], expected)
+
+
+def test_object_arrays_of_other_codecs_have_no_v3_type(tmp_path):
+    zarrkit.create(tmp_path / "src", shape=(2,), dtype=object, zarr_format=2,
+                   filters=[{"id": "json2"}])
+    with pytest.raises(zarrkit.DataTypeError, match="no Zarr v3 data type"):
+        zarrkit.convert(tmp_path / "src", tmp_path / "dst", progress=False)
 
 
 def test_convert_refuses_overlap_and_existing(tmp_path):

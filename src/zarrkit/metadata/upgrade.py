@@ -15,10 +15,13 @@ import numpy as np
 
 from ..codecs.numcodecs_v2 import load_numcodec
 from ..errors import CodecError, DataTypeError
-from .data_type import DataType
+from .data_type import STRING, VLEN_BYTES, DataType
 from .v2 import DIMENSIONS_ATTRIBUTE, ArrayMetadataV2
 
 _SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+#: v2 object arrays whose object codec (first filter) has a v3 data type, and the v3 codec
+#: that stores its values in the same bytes.
+_OBJECT_TYPES = {"vlen-utf8": STRING, "vlen-bytes": VLEN_BYTES}
 #: What `convert` compresses with when the source's compressor has no v3 equivalent.
 DEFAULT_V3_COMPRESSOR: dict[str, Any] = {"name": "zstd",
                                          "configuration": {"level": 0, "checksum": False}}
@@ -67,11 +70,18 @@ def v2_compressor(codecs: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def v3_data_type(md: ArrayMetadataV2, where: str) -> DataType:
-    try:
-        return DataType.from_numpy(md.dtype)
-    except DataTypeError:
-        raise DataTypeError(f"{where}: data type {md.data_type.to_json()!r} has no Zarr v3 data "
-                            "type (v3 has bool, integers, floats, complex and raw bytes)") from None
+    if md.dtype.hasobject:  # what the values are is told by the object codec
+        name = _OBJECT_TYPES.get(md._object_codec() or "")
+        if name is not None:
+            return DataType.parse(name)
+    else:
+        try:
+            return DataType.from_numpy(md.dtype)
+        except DataTypeError:
+            pass
+    raise DataTypeError(f"{where}: data type {md.data_type.to_json()!r} has no Zarr v3 data "
+                        "type (v3 has bool, integers, floats, complex, raw bytes, and fixed or "
+                        "variable-length text and bytes: vlen-utf8 and vlen-bytes objects)")
 
 
 def _layout_codecs(md: ArrayMetadataV2) -> list[dict[str, Any]]:
@@ -81,32 +91,65 @@ def _layout_codecs(md: ArrayMetadataV2) -> list[dict[str, Any]]:
         codecs.append({"name": "transpose",
                        "configuration": {"order": list(reversed(range(md.ndim)))}})
     endian = "big" if md.data_type.stored.byteorder == ">" else "little"
-    codecs.append({"name": "bytes", "configuration": {"endian": endian}})
+    codecs.append(_bytes_codec(md.dtype, endian))
     return codecs
+
+
+def _bytes_codec(dtype: np.dtype, endian: str) -> dict[str, Any]:
+    # Without an endian for S text, as zarr-python writes it (byte order means nothing there).
+    if dtype.kind == "S":
+        return {"name": "bytes"}
+    return {"name": "bytes", "configuration": {"endian": endian}}
 
 
 def v3_codecs(md: ArrayMetadataV2, *, exact: bool, where: str) -> list[dict[str, Any]]:
     """A v3 codec chain for `md`: its exact equivalent, or (copying) a good re-encoding."""
+    if md.dtype.hasobject:
+        return _object_codecs(md, exact=exact, where=where)
     if exact:
         if md.filters:
             ids = ", ".join(repr(f["id"]) for f in md.filters)
             raise CodecError(f"{where}: filters {ids} have no Zarr v3 codecs; copy the array "
                              "with zarrkit.convert instead")
-        compressor = v3_compressor(md.compressor, md.dtype.itemsize, where=where)
+        compressor = _compressor(md, exact=True, where=where)
         return _layout_codecs(md) + ([compressor] if compressor else [])
-    try:
-        compressor = v3_compressor(md.compressor, md.dtype.itemsize, where=where)
-    except CodecError:
-        compressor = dict(DEFAULT_V3_COMPRESSOR)
-    return [{"name": "bytes", "configuration": {"endian": "little"}}] + \
+    compressor = _compressor(md, exact=False, where=where)
+    return [_bytes_codec(md.dtype, "little")] + ([compressor] if compressor else [])
+
+
+def _object_codecs(md: ArrayMetadataV2, *, exact: bool, where: str) -> list[dict[str, Any]]:
+    """vlen-utf8/vlen-bytes: v2 stores their bytes as the v3 codec of that name does (the
+    object codec is v2's first filter; a filter after it would have no v3 codec)."""
+    layout: list[dict[str, Any]] = []
+    if exact:
+        if len(md.filters or ()) > 1:
+            ids = ", ".join(repr(f["id"]) for f in md.filters[1:])
+            raise CodecError(f"{where}: filters {ids} have no Zarr v3 codecs; copy the array "
+                             "with zarrkit.convert instead")
+        if md.order == "F" and md.ndim > 1:
+            layout.append({"name": "transpose",
+                           "configuration": {"order": list(reversed(range(md.ndim)))}})
+    compressor = _compressor(md, exact=exact, where=where)
+    return layout + [{"name": md._object_codec(), "configuration": {}}] + \
         ([compressor] if compressor else [])
+
+
+def _compressor(md: ArrayMetadataV2, *, exact: bool, where: str) -> dict[str, Any] | None:
+    """The v3 codec for the v2 compressor; when copying, zstd if it has none."""
+    try:
+        return v3_compressor(md.compressor, md.dtype.itemsize, where=where)
+    except CodecError:
+        if exact:
+            raise
+        return dict(DEFAULT_V3_COMPRESSOR)
 
 
 def v3_from_v2(md: ArrayMetadataV2, *, exact: bool, where: str) -> dict[str, Any]:
     """The zarr.json document for the array `md` describes (see the module docstring)."""
     data_type = v3_data_type(md, where)
     attributes = {k: v for k, v in md.attributes.items() if k != DIMENSIONS_ATTRIBUTE}
-    fill = np.asarray(md.effective_fill_value).astype(data_type.dtype)[()]
+    fill = md.effective_fill_value if md.dtype.hasobject else \
+        np.asarray(md.effective_fill_value).astype(data_type.dtype)[()]
     doc: dict[str, Any] = {
         "zarr_format": 3, "node_type": "array", "shape": list(md.shape),
         "data_type": data_type.to_json(),
