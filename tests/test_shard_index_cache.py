@@ -4,6 +4,7 @@ its old offsets)."""
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import numpy as np
@@ -259,3 +260,31 @@ def test_http_generations_are_strong_etags(tmp_path, weak):
         zarrkit.open_array(str(root / "a.zarr"))[...] = NEW
         for sel in SELECTIONS:
             np.testing.assert_array_equal(reader[sel], NEW[sel])
+
+
+def test_file_generations_differ_when_an_inode_number_is_reused(tmp_path):
+    # ext4 gives a freed inode number out again at once, and before Linux 6.13 file times tick
+    # in milliseconds: a same-size rewrite within one tick would look like the old file but
+    # for the inode's generation number, which the file store's generations include.
+    from zarrkit.kvstore import file as file_module
+
+    def opened():
+        return os.open(tmp_path / "s" / "k", os.O_RDONLY)
+
+    store = FileStore(tmp_path / "s")
+    store.set("k", b"a" * 10)
+    fd = opened()
+    first = os.fstat(fd)
+    old = file_module._generation(fd, first)
+    os.close(fd)
+    for _ in range(300):
+        store.set("k", b"b" * 10)
+        fd = opened()
+        try:
+            if os.fstat(fd).st_ino == first.st_ino:
+                # Same number, size and (as if one tick) times: only the generation differs.
+                assert file_module._generation(fd, first) != old
+                return
+        finally:
+            os.close(fd)
+    pytest.skip("this file system did not reuse the inode number in 300 rewrites")

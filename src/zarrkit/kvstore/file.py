@@ -35,6 +35,7 @@ import os
 import re
 import stat
 import struct
+import sys
 import threading
 import time
 import weakref
@@ -95,8 +96,12 @@ def _is_temp_name(name: str) -> bool:
 
 
 def _temp_name(name: str) -> str:
-    # Truncate so the temp name stays under NAME_MAX even for long key segments.
-    return f".{name[:64]}.{os.urandom(8).hex()}{_TEMP_SUFFIX}"
+    # At most 64 bytes of the name, so the temp name stays under NAME_MAX (255 bytes) for any
+    # segment that fits itself (64 characters can be 256 bytes of UTF-8).
+    head = name[:64]
+    if not head.isascii():
+        head = head.encode()[:64].decode(errors="ignore")
+    return f".{head}.{os.urandom(8).hex()}{_TEMP_SUFFIX}"
 
 
 def _write_all(fd: int, value: Buffer) -> None:
@@ -122,9 +127,26 @@ def _wrap(exc: OSError, action: str, key: str, root: str) -> StoreError:
     return StoreError(exc.errno, message) if exc.errno is not None else StoreError(message)
 
 
-def _generation(st: os.stat_result) -> Hashable:
-    # Writes replace the file (a new inode); the times and size catch in-place rewriters.
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+def _generation(fd: int, st: os.stat_result) -> Hashable:
+    """The identity of the value open as `fd`. Writes replace the file, so a new value is a new
+    inode, but ext4 hands a freed inode number out again at once, and before Linux 6.13 its
+    times tick in milliseconds: the inode's generation number (which changes on reuse) tells
+    such files apart. Times and size catch writers that rewrite in place."""
+    return (st.st_dev, st.st_ino, _inode_generation(fd), st.st_size, st.st_mtime_ns,
+            st.st_ctime_ns)
+
+
+#: FS_IOC_GETVERSION: the inode's generation number (ext2-4, btrfs, tmpfs, ...).
+_GETVERSION = 0x80087601 if sys.platform.startswith("linux") else None
+
+
+def _inode_generation(fd: int) -> int | None:
+    if _GETVERSION is None:
+        return None
+    try:  # the kernel writes an int into the (long-sized) buffer
+        return int.from_bytes(fcntl.ioctl(fd, _GETVERSION, bytes(8))[:4], sys.byteorder)
+    except OSError:  # a file system without inode generations
+        return None
 
 
 def _rebuild(root: str, read_only: bool, fsync: bool) -> FileStore:
@@ -154,6 +176,10 @@ class FileStore(KvStore):
         validate_key(key)
         if key.startswith(LOCK_DIR) and (len(key) == len(LOCK_DIR) or key[len(LOCK_DIR)] == "/"):
             raise InvalidKeyError(f"invalid store key {key!r}: {LOCK_DIR!r} is reserved")
+        if _TEMP_SUFFIX in key and any(map(_is_temp_name, key.split("/"))):
+            # Listings would hide it and remove_temp_files would delete it as a dead write's.
+            raise InvalidKeyError(f"invalid store key {key!r}: names of the form "
+                                  "'.<name>.<16 hex digits>.partial' are the store's temp files")
         return self._base + key
 
     def _inside(self, real: str, allow_root: bool = False) -> bool:
@@ -182,6 +208,10 @@ class FileStore(KvStore):
             fd = os.open(path, flags)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a socket: not a value, as a FIFO is not
+                return None
+            raise
         try:
             self._check_fd(fd, key, allow_root)
         except BaseException:
@@ -202,7 +232,7 @@ class FileStore(KvStore):
             fd = _openat2.open_no_symlinks(os.fsencode(real), flags)
             if fd >= 0:
                 return fd
-            if fd in (-errno.ENOENT, -errno.ENOTDIR):
+            if fd in (-errno.ENOENT, -errno.ENOTDIR, -errno.ENXIO):  # ENXIO: a socket
                 return None
         return self._open_checked(path, flags, key, allow_root)
 
@@ -232,26 +262,26 @@ class FileStore(KvStore):
         return self._read(key, None, True)
 
     def _read(self, key: str, byte_range: ByteRange | None, transient: bool) -> Buffer | None:
-        return self._read_stat(key, byte_range, transient)[0]
+        return self._read_value(key, byte_range, transient, False)[0]
 
     def get_with_generation(self, key: str, byte_range: ByteRange | None = None
                             ) -> tuple[Buffer | None, Hashable | None]:
-        value, st = self._read_stat(key, byte_range, False)
-        return value, None if st is None else _generation(st)
+        return self._read_value(key, byte_range, False, True)
 
-    def _read_stat(self, key: str, byte_range: ByteRange | None, transient: bool
-                   ) -> tuple[Buffer | None, os.stat_result | None]:
+    def _read_value(self, key: str, byte_range: ByteRange | None, transient: bool,
+                    with_generation: bool) -> tuple[Buffer | None, Hashable | None]:
         try:
             opened = self._open_value(key)
             if opened is None:
                 return None, None
             fd, st = opened
             try:
+                generation = _generation(fd, st) if with_generation else None
                 start, stop = resolve_range(byte_range, st.st_size)
                 if transient and _TRANSIENT_MIN <= stop - start <= SCRATCH_LIMIT:
                     buffer = scratch(stop - start, "read")
-                    return buffer[:pread_into(fd, buffer, start)], st
-                return pread_exact(fd, stop - start, start), st
+                    return buffer[:pread_into(fd, buffer, start)], generation
+                return pread_exact(fd, stop - start, start), generation
             finally:
                 os.close(fd)
         except StoreError:
@@ -311,7 +341,7 @@ class FileStore(KvStore):
                     results: list[Buffer | None], transient: bool,
                     generation: Hashable | None = None) -> None:
         opened = self._open_value(validate_key(key))
-        if generation is not None and (opened is None or _generation(opened[1]) != generation):
+        if generation is not None and (opened is None or _generation(*opened) != generation):
             if opened is not None:
                 os.close(opened[0])
             raise GenerationMismatch(f"{key!r} in file store {self.root!r} holds a new value")
@@ -395,6 +425,9 @@ class FileStore(KvStore):
                 entries = list(it)  # close the directory before recursing (bounded fd use)
         except (FileNotFoundError, NotADirectoryError):
             return []
+        except OSError as exc:  # e.g. a directory without read permission
+            prefix = path[len(self._base):] + "/" if path.startswith(self._base) else "<root>"
+            raise _wrap(exc, "list", prefix, self.root) from exc
         children = []
         for entry in entries:
             name = entry.name
@@ -589,15 +622,16 @@ class FileStore(KvStore):
             raise SpecError(f"older_than must be a number of seconds >= 0, got {older_than!r}")
         cutoff, removed = time.time() - older_than, []
         try:
-            for top, dirs, files, dir_fd in os.fwalk(self._real_root):  # links not followed
+            for top, dirs, files, dir_fd in os.fwalk(self._real_root, onerror=_raise_unless_gone):
                 if top == self._real_root and LOCK_DIR in dirs:
                     dirs.remove(LOCK_DIR)
                 removed += [os.path.relpath(os.path.join(top, name), self._real_root)
                             for name in files
                             if _is_temp_name(name) and _unlink_if_older(name, dir_fd, cutoff)]
         except OSError as exc:
+            where = f" ({exc.filename!r})" if exc.filename else ""
             raise StoreError(exc.errno, f"cannot remove temp files in file store {self.root!r}: "
-                                        f"{exc.strerror or exc}") from exc
+                                        f"{exc.strerror or exc}{where}") from exc
         return sorted(removed)
 
     # -- description -------------------------------------------------------------------------
@@ -611,6 +645,13 @@ class FileStore(KvStore):
     def __reduce__(self) -> tuple[Any, ...]:
         # Locks are not picklable; a copy in another process reopens the same directory.
         return (_rebuild, (self.root, self.read_only, self.fsync))
+
+
+def _raise_unless_gone(exc: OSError) -> None:
+    """fwalk's error handler: a directory removed meanwhile is fine; an unreadable one is not
+    (silently skipping it would leave its temp files while reporting success)."""
+    if not isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        raise exc
 
 
 def _unlink_if_older(name: str, dir_fd: int, cutoff: float) -> bool:
@@ -658,14 +699,15 @@ class _ProcessLockFile:
         self._state = (-1, 0)  # (descriptor, pid that opened it)
         self._guard = threading.Lock()
 
-    def descriptor(self) -> int:
+    def descriptor(self, key: str) -> int:
+        """The description (opened for `key` if this is the first lock: errors name it)."""
         fd, pid = self._state
         if pid == os.getpid():
             return fd
         with self._guard:
             fd, pid = self._state
             if pid != os.getpid():
-                fd, pid = self._store._open_lock_file(""), os.getpid()
+                fd, pid = self._store._open_lock_file(key), os.getpid()
                 weakref.finalize(self, _close_in, fd, pid)
                 self._state = (fd, pid)
         return fd
@@ -695,7 +737,7 @@ class _KeyLock:
 
     def _lock(self) -> int:
         store = self._store
-        fd = store._open_lock_file(self._key) if self._own_fd else store._lock_file.descriptor()
+        fd = store._open_lock_file(self._key) if self._own_fd else store._lock_file.descriptor(self._key)
         try:
             _lock_descriptor(fd, self._offset, self._shared)
         except BaseException as exc:
