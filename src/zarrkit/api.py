@@ -43,7 +43,9 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
     anything exists. Creating with `shape=` makes an array, otherwise a group. Opening an existing
     array in mode "a" or "r+", `write_empty_chunks=` configures the handle, and creation
     keywords (`shape`, `dtype`, `chunks`, `fill_value`, codecs, ...) must agree with the stored
-    array (SpecError naming the keyword); `attributes=` is used only when creating.
+    array (SpecError naming the keyword); `attributes=` is used only when creating. `overwrite=`
+    may only agree with the mode (True with "w", False otherwise); a contradiction is a
+    SpecError.
 
     The format (v3 `zarr.json`, v2 `.zarray`/`.zgroup`, v1 `meta`) is detected; `zarr_format=`
     requires one, and is the format created (default 3); a node of another format is refused
@@ -59,6 +61,7 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
     zarr_format = formats.check_format(kwargs.pop("zarr_format", None))
     use_consolidated = kwargs.pop("use_consolidated", None)
     store, full = _resolve(where, path, mode, kwargs.pop("storage_options", None))
+    _check_overwrite(mode, kwargs.pop("overwrite", None))
     found = _find(store, full, mode, zarr_format, use_consolidated)
     exists = found is not None
     if mode in ("r", "r+") or (mode == "a" and exists):
@@ -77,6 +80,21 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
                         f"arguments {', '.join(sorted(kwargs))}")
     return create_group_at(store, full, attributes=attributes, overwrite=mode == "w",
                            zarr_format=zarr_format or 3)
+
+
+def _check_overwrite(mode: str, overwrite: Any) -> None:
+    """`overwrite=` may only repeat what the mode says: only mode 'w' replaces a node. A
+    contradiction is refused rather than one of the two silently winning."""
+    if overwrite is None:
+        return
+    if not isinstance(overwrite, (bool, np.bool_)):
+        raise SpecError(f"overwrite must be True or False; got {overwrite!r}")
+    if bool(overwrite) == (mode == "w"):
+        return
+    hint = ("mode 'w' always replaces; give mode 'a' or 'w-' to keep an existing node"
+            if mode == "w" else "open replaces a node only in mode 'w'; give mode='w'")
+    raise SpecError(f"overwrite={bool(overwrite)} contradicts mode={mode!r}: {hint}, or omit "
+                    "overwrite")
 
 
 def _find(store: Any, path: str, mode: str, zarr_format: int | None,

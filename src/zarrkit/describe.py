@@ -36,14 +36,26 @@ def _codecs(a: Array) -> list[Any]:
 
 
 def _scalar(value: Any) -> Any:
+    """A fill value as strict JSON that reads well: JSON has no NaN/Infinity (they become
+    "nan", "inf"), complex numbers are [real, imag], bytes hex, times ISO 8601 text, records
+    an object of their fields."""
+    if isinstance(value, np.void):
+        names = value.dtype.names
+        return {n: _scalar(value[n]) for n in names} if names else bytes(value).hex()
+    if isinstance(value, np.datetime64 | np.timedelta64):
+        return str(value)  # .item() would give a datetime (not JSON), an int, or None for NaT
+    if isinstance(value, np.ndarray | list | tuple):  # e.g. a record's subarray field
+        return [_scalar(v) for v in value]
     value = value.item() if isinstance(value, np.generic) else value
     if isinstance(value, float) and not np.isfinite(value):
-        return str(value)  # JSON has no NaN/Infinity
+        return str(value)
     if isinstance(value, complex):
         return [_scalar(value.real), _scalar(value.imag)]
     if isinstance(value, bytes):
         return value.hex()
-    return value
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return str(value)  # anything else still prints as valid JSON
 
 
 def stored_bytes(a: Array) -> tuple[int | None, int | None]:

@@ -215,7 +215,7 @@ def open_node(store: KvStore, path: str, *, read_only: bool = False,
 def create_group_at(store: KvStore, path: str, *, attributes: dict[str, Any] | None = None,
                     overwrite: bool = False, zarr_format: int = 3) -> Group:
     path = normalize_path(path)
-    metadata = formats.new_group(zarr_format, attributes or {})
+    metadata = formats.new_group(zarr_format, attributes)
     if storage.node_exists(store, path):
         if not overwrite:
             raise NodeExistsError(f"a node already exists at {path or '/'!r}")

@@ -10,16 +10,19 @@ shard-aligned (see `zarrkit.dask.from_dask`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import api
+from . import api, formats, storage
 from .array import Array
 from .consolidated import consolidate_metadata
+from .creation import build_metadata, create_array_from_metadata
 from .errors import SpecError, ZarrkitError
 from .group import Group
 from .kvstore import open_kvstore
+from .metadata.json import storable_attributes
+from .metadata.names import normalize_path, validate_node_name
 
 DIMENSIONS_ATTRIBUTE = "_ARRAY_DIMENSIONS"
 #: Encoding keys passed on to `create`; xarray's own (e.g. "preferred_chunks") are dropped.
@@ -60,42 +63,54 @@ def _create_keywords(var: Any, user: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _write_variable(group: Group, name: str, var: Any, user: dict[str, Any],
-                    zarr_format: int, compute: bool) -> Any:
+class _Planned(NamedTuple):
+    """A variable checked before anything is written: its array metadata and values."""
+
+    path: str
+    metadata: Any
+    data: Any
+    write_empty_chunks: bool
+
+
+def _plan_variable(group_path: str, name: str, var: Any, user: dict[str, Any],
+                   zarr_format: int) -> _Planned:
+    """The array metadata of one variable, validated (data type, encoding, attributes) without
+    writing anything; a refusal is the zarrkit error, naming the variable."""
     from xarray.backends.zarr import encode_zarr_variable
 
-    var = encode_zarr_variable(var, name=name, zarr_format=zarr_format)
+    try:
+        var = encode_zarr_variable(var, name=name, zarr_format=zarr_format)
+    except (TypeError, ValueError) as exc:  # xarray's CF encoding refused the encoding given
+        raise SpecError(f"variable {name!r}: {exc}") from None
+    try:
+        for part in name.strip("/").split("/"):
+            validate_node_name(part)
+        path = storage.join(group_path, normalize_path(name))
+        metadata, write_empty = _variable_metadata(path, var, user, zarr_format)
+    except ZarrkitError as exc:
+        raise type(exc)(f"variable {name!r}: {exc}") from None
+    return _Planned(path, metadata, var.data, write_empty)
+
+
+def _variable_metadata(path: str, var: Any, user: dict[str, Any],
+                       zarr_format: int) -> tuple[Any, bool]:
     attrs = {k: _json_attr(v) for k, v in var.attrs.items()}
     fill = _fill_value(var, attrs, zarr_format)  # also encodes or drops the _FillValue attribute
     fill = user.get("fill_value", fill)
     kwargs = _create_keywords(var, user)
+    write_empty = bool(kwargs.pop("write_empty_chunks", False))
     if zarr_format == 2:
         attrs[DIMENSIONS_ATTRIBUTE] = list(var.dims)
     else:
         kwargs["dimension_names"] = list(var.dims)
-    try:
-        if zarr_format == 2 and fill is None:
-            array = _create_v2_without_fill_value(group, name, var, attrs, kwargs)
-        else:
-            array = group.create_array(name, shape=var.shape, dtype=var.dtype, fill_value=fill,
-                                       attributes=attrs, **kwargs)
-    except ZarrkitError as exc:
-        raise type(exc)(f"variable {name!r}: {exc}") from None
-    return _store_values(array, var.data, compute)
-
-
-def _create_v2_without_fill_value(group: Group, name: str, var: Any, attrs: dict[str, Any],
-                                  kwargs: dict[str, Any]) -> Array:
-    """A v2 array whose fill_value is null: to xarray a v2 fill_value means "missing", so
-    variables without `_FillValue` must not get the default 0 (their zeros would read as NaN)."""
-    from . import storage
-    from .creation import create_array_from_metadata
-    from .creation_v2 import build_v2_metadata
-
-    path = storage.join(group.path, name)
-    md = build_v2_metadata(var.shape, var.dtype, attributes=attrs, where=f"{path}/.zarray",
-                           **kwargs).evolve(fill_value=None)
-    return create_array_from_metadata(group.store, path, md)
+    kwargs["attributes"] = attrs
+    if zarr_format == 2 and fill is None:
+        # To xarray a v2 fill_value means "missing", so variables without `_FillValue` must
+        # not get the default 0 (their zeros would read as NaN): fill_value stays null.
+        metadata = build_metadata(path, var.shape, var.dtype, 2, kwargs)
+        return metadata.evolve(fill_value=None), write_empty
+    kwargs["fill_value"] = fill
+    return build_metadata(path, var.shape, var.dtype, zarr_format, kwargs), write_empty
 
 
 def _store_values(array: Array, data: Any, compute: bool) -> Any:
@@ -114,13 +129,15 @@ def _store_values(array: Array, data: Any, compute: bool) -> Any:
     return None
 
 
-def _write_dataset(group: Group, ds: Any, encoding: dict[str, Any], zarr_format: int,
-                   compute: bool) -> list[Any]:
+def _plan_dataset(group_path: str, ds: Any, encoding: dict[str, Any],
+                  zarr_format: int) -> tuple[dict[str, Any], list[_Planned]]:
+    """A node's group attributes and its variables, all validated before any write."""
     from xarray import conventions
 
     variables, attrs = conventions.encode_dataset_coordinates(ds)
-    group.attrs.update({k: _json_attr(v) for k, v in attrs.items()})
-    pending = []
+    group_attrs = storable_attributes({k: _json_attr(v) for k, v in attrs.items()},
+                                      f"group {group_path or '/'!r}")
+    planned = []
     for name, var in variables.items():
         user = dict(encoding.get(name, {}))
         unknown = set(user) - set(_CREATE_KEYS) - {"fill_value", "dtype"}
@@ -130,7 +147,19 @@ def _write_dataset(group: Group, ds: Any, encoding: dict[str, Any], zarr_format:
         if "dtype" in user:
             var = var.copy(deep=False)
             var.encoding["dtype"] = user.pop("dtype")
-        pending.append(_write_variable(group, str(name), var, user, zarr_format, compute))
+        planned.append(_plan_variable(group_path, str(name), var, user, zarr_format))
+    return group_attrs, planned
+
+
+def _write_node(group: Group, attrs: dict[str, Any], planned: list[_Planned],
+                compute: bool) -> list[Any]:
+    if attrs:
+        group.attrs.update(attrs)
+    pending = []
+    for p in planned:
+        array = create_array_from_metadata(group.store, p.path, p.metadata,
+                                           write_empty_chunks=p.write_empty_chunks)
+        pending.append(_store_values(array, p.data, compute))
     return [p for p in pending if p is not None]
 
 
@@ -143,6 +172,8 @@ def to_zarr(data: Any, where: Any = None, *, group: str | None = None, mode: str
     `mode`: "w-" fails if something exists there, "w" replaces it. `encoding` maps variable
     names to `chunks`, `shards`, `compressors`, `fill_value`, `dtype`, ... `consolidated`
     writes consolidated metadata at the root (what `xr.open_zarr` looks for first).
+    Every variable (data type, encoding, attributes) is checked before anything is written or
+    replaced, so a refused one leaves the target as it was.
     Returns the root group, or with `compute=False` a dask object whose computation writes the
     dask-backed variables.
     """
@@ -150,15 +181,19 @@ def to_zarr(data: Any, where: Any = None, *, group: str | None = None, mode: str
 
     if mode not in ("w", "w-"):
         raise SpecError(f"to_zarr: mode must be 'w' or 'w-', got {mode!r}")
+    zarr_format = formats.check_format(zarr_format) or 3
     store, base = open_kvstore(where if where is not None else "memory://", read_only=False,
                                storage_options=storage_options)
-    root = api.open_group(store, mode=mode, path="/".join(p for p in (base, group) if p),
-                          zarr_format=zarr_format)
+    root_path = normalize_path("/".join(p for p in (base, group) if p))
     tree = data if isinstance(data, xr.DataTree) else None
+    plans = [(path, *_plan_dataset(storage.join(root_path, path) if path else root_path,
+                                   node_ds, encoding or {}, zarr_format))
+             for path, node_ds in (_tree_items(tree) if tree is not None else [("", data)])]
+    root = api.open_group(store, mode=mode, path=root_path, zarr_format=zarr_format)
     pending = []
-    for path, node_ds in (_tree_items(tree) if tree is not None else [("", data)]):
+    for path, attrs, planned in plans:
         node_group = root.require_group(path) if path else root
-        pending += _write_dataset(node_group, node_ds, encoding or {}, zarr_format, compute)
+        pending += _write_node(node_group, attrs, planned, compute)
     if consolidated:
         root = consolidate_metadata(store, path=root.path)
     if pending and not compute:

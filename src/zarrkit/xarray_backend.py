@@ -46,17 +46,23 @@ class ZarrkitArrayWrapper(BackendArray):
         return np.asarray(a[key] if plain else a.oindex[key])
 
 
-def dimensions(array: Array) -> tuple[str, ...]:
+def dimensions(array: Array) -> tuple[Any, ...]:
+    """The array's dimension names. v3 `dimension_names`, when present, are used as they are,
+    an unnamed (None) dimension included, as xarray's own zarr engine does; otherwise the
+    `_ARRAY_DIMENSIONS` attribute (v2, and v3 written by older tools)."""
     names = array.dimension_names
     if array.ndim == 0:
         return ()
-    if names is not None and all(n is not None for n in names):
-        return tuple(names)  # type: ignore[arg-type]
+    if names is not None:
+        return tuple(names)
     dims = array.attrs.get(DIMENSIONS_ATTRIBUTE)
     if isinstance(dims, list) and len(dims) == array.ndim:
         return tuple(str(d) for d in dims)
-    raise MetadataError(f"array {array.name} has neither dimension_names nor "
-                        f"{DIMENSIONS_ATTRIBUTE}: xarray needs a name for each dimension")
+    problem = (f"neither dimension_names nor {DIMENSIONS_ATTRIBUTE}" if dims is None else
+               f"no dimension_names, and its {DIMENSIONS_ATTRIBUTE} attribute {dims!r} is not "
+               f"a list of {array.ndim} names")
+    raise MetadataError(f"array {array.name} has {problem}: xarray needs a name for each "
+                        "dimension")
 
 
 def _fill_value_attribute(array: Array, attributes: dict[str, Any],

@@ -47,11 +47,19 @@ class ConsolidatedView:
         return cls(2, {p: d for p, d in docs.items() if "node" in d}, where)
 
     @classmethod
-    def from_v3(cls, member: Any, *, where: str) -> ConsolidatedView:
-        if not isinstance(member, dict) or member.get("kind") != "inline" \
-                or not isinstance(member.get("metadata"), dict):
-            raise MetadataError(f"{where}: {V3_MEMBER}: expected {{\"kind\": \"inline\", "
-                                f"\"metadata\": {{...}}}}, got {describe(member)}")
+    def from_v3(cls, member: Any, *, where: str) -> ConsolidatedView | None:
+        """The view of an "inline" member; None for another kind marked `must_understand:
+        false`, which the spec lets a reader ignore (the group then opens without it)."""
+        kind = member.get("kind") if isinstance(member, dict) else None
+        if kind != "inline":
+            if isinstance(member, dict) and member.get("must_understand") is False:
+                return None
+            raise MetadataError(f"{where}: {V3_MEMBER}: kind {describe(kind)} is not supported "
+                                "(only \"inline\"), and the member is not marked "
+                                "\"must_understand\": false")
+        if not isinstance(member.get("metadata"), dict):
+            raise MetadataError(f"{where}: {V3_MEMBER}: kind \"inline\" needs \"metadata\": "
+                                f"{{...}}, got {describe(member.get('metadata'))}")
         return cls(3, {p: {"node": d} for p, d in member["metadata"].items()}, where)
 
     def node(self, path: str) -> tuple[Any, ConsolidatedView | None] | None:

@@ -45,8 +45,20 @@ def v3_compressor(config: dict[str, Any] | None, itemsize: int, *,
                                                   "checksum": bool(full.get("checksum"))}}
     if codec_id == "gzip":
         return {"name": "gzip", "configuration": {"level": full.get("level", 1)}}
+    if codec_id == "crc32c":
+        return _crc32c(full, where)
     raise CodecError(f"{where}: compressor {codec_id!r} has no Zarr v3 codec (v3 has blosc, "
-                     "gzip and zstd)")
+                     "gzip, zstd and crc32c)")
+
+
+def _crc32c(config: dict[str, Any], where: str) -> dict[str, Any]:
+    # numcodecs appends the CRC-32C of the whole input as 4 little-endian bytes by default,
+    # exactly the v3 codec's layout; its "start" location puts it first, which v3 cannot read.
+    location = config.get("location") or "end"
+    if location != "end":
+        raise CodecError(f"{where}: compressor 'crc32c' with location {location!r} has no Zarr "
+                         "v3 codec (v3's crc32c appends the checksum at the end)")
+    return {"name": "crc32c"}
 
 
 def v2_compressor(codecs: list[dict[str, Any]]) -> dict[str, Any] | None:
