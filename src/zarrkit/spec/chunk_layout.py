@@ -493,12 +493,24 @@ class ChunkLayout:
         for i, hard in enumerate(self._origin.hard):
             if not hard:
                 raise SpecError(f"finalize: grid_origin has no hard constraint for dimension {i}")
+        self._check_grid_bounds()
         for grid in self._grids.values():
             shape = grid.shape
             grid._shape, grid._aspect = _Dims(self._rank), _Dims(self._rank)
             grid._shape.merge(shape, [True] * self._rank, "shape")
             grid._elements, grid._elements_hard = None, False
         self._fill_read_from_write()
+
+    def _check_grid_bounds(self) -> None:
+        """Every grid's first chunk (an unset size counting as 0) must lie within the finite
+        index range, as TensorStore checks before filling the read chunk from the write chunk."""
+        origin = self._origin.values
+        for usage in _USAGES:
+            shape = self._grids[usage].shape
+            for i, (o, s) in enumerate(zip(origin, shape, strict=True)):
+                if not -MAX_SIZE < o + (s or 0) <= MAX_SIZE:
+                    raise SpecError(f"finalize: {usage}_chunk shape {_show(shape)} at grid_origin "
+                                    f"{list(origin)} leaves the index range in dimension {i}")
 
     def _fill_read_from_write(self) -> None:
         write, read = self._grids["write"].shape, self._grids["read"].shape
@@ -665,9 +677,13 @@ def _round_half_down(numerator: int, denominator: int) -> int:
     return (2 * numerator + denominator - 1) // (2 * denominator)
 
 
-def _nearest_multiple(size: int, unit: int) -> int:
-    """The multiple of `unit` nearest to `size` (halves down), at least one `unit`."""
-    return unit * max(1, _round_half_down(size, unit))
+def _nearest_multiple(size: int, unit: int, limit: int | None = None) -> int:
+    """The multiple of `unit` nearest to `size` (halves down), at least one `unit`; one above
+    `limit` gives way to the largest multiple within it (TensorStore's choice near 2**62)."""
+    multiple = unit * max(1, _round_half_down(size, unit))
+    if limit is not None and multiple > limit >= unit:
+        return limit // unit * unit
+    return multiple
 
 
 def _nearest_divisor(total: int, size: int) -> int:
@@ -878,7 +894,7 @@ def _fixed_write_sizes(read: _Wants, write: _Wants) -> list[int | None]:
         if w_hard is not None or w_soft is None:
             sizes.append(w_hard)
         else:
-            sizes.append(w_soft if r is None else _nearest_multiple(w_soft, r))
+            sizes.append(w_soft if r is None else _nearest_multiple(w_soft, r, MAX_SIZE))
     return sizes
 
 
@@ -983,6 +999,9 @@ def choose_chunk_shapes(
     write = layout.write_chunk
     if not sharding:
         write._merge_grid(layout.read_chunk, False, _GRID_MEMBERS, "write_chunk")
+        # TensorStore then applies them to every grid, so the codec grid's hard aspect ratios
+        # must agree too (shapes and elements do not reach the codec grid).
+        layout.codec_chunk._merge_grid(write, False, ("aspect_ratio",), "codec_chunk")
         unfixed = [None] * len(extents)
         read_shape = write_shape = _choose_read(extents, _Wants(write, extents), unfixed)
     else:
