@@ -69,3 +69,18 @@ def any_store(request, tmp_path):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(params=["openat2", "proc-fd", "realpath"])
+def strategy(request, monkeypatch):
+    """Each way the file store can check that a path stays inside the root."""
+    from zarrkit.kvstore import _openat2
+    from zarrkit.kvstore import file as file_module
+
+    if request.param == "openat2" and not _openat2.AVAILABLE:
+        pytest.skip("openat2 is not available here")
+    if request.param != "openat2":
+        monkeypatch.setattr(_openat2, "AVAILABLE", False)
+    if request.param == "realpath":
+        monkeypatch.setattr(file_module, "_PROC_FD", None)
+    return request.param

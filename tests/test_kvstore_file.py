@@ -12,8 +12,7 @@ import time
 import pytest
 
 from zarrkit.errors import InvalidKeyError, ReadOnlyError, SpecError, StoreError
-from zarrkit.kvstore import ByteRange, FileStore, _openat2
-from zarrkit.kvstore import file as file_module
+from zarrkit.kvstore import ByteRange, FileStore
 
 
 @pytest.fixture
@@ -30,18 +29,6 @@ def store(root):
 def put(request, store):
     """Each way a whole value is written: `set`, and `replace` (which also takes the lock)."""
     return getattr(store, request.param)
-
-
-@pytest.fixture(params=["openat2", "proc-fd", "realpath"])
-def strategy(request, monkeypatch):
-    """Each way the store can check that a path stays inside the root."""
-    if request.param == "openat2" and not _openat2.AVAILABLE:
-        pytest.skip("openat2 is not available here")
-    if request.param != "openat2":
-        monkeypatch.setattr(_openat2, "AVAILABLE", False)
-    if request.param == "realpath":
-        monkeypatch.setattr(file_module, "_PROC_FD", None)
-    return request.param
 
 
 @pytest.fixture

@@ -15,8 +15,7 @@ import tempfile
 import pytest
 
 from zarrkit.errors import InvalidKeyError, StoreError
-from zarrkit.kvstore import ByteRange, FileStore, MemoryStore, _openat2
-from zarrkit.kvstore import file as file_module
+from zarrkit.kvstore import ByteRange, FileStore, MemoryStore
 
 NOBODY = 65534
 
@@ -31,18 +30,6 @@ def open_dir():
         for name in dirs:
             os.chmod(os.path.join(top, name), 0o755)
     shutil.rmtree(path)
-
-
-@pytest.fixture(params=["openat2", "proc-fd", "realpath"])
-def strategy(request, monkeypatch):
-    """Each way the file store can check that a path stays inside the root."""
-    if request.param == "openat2" and not _openat2.AVAILABLE:
-        pytest.skip("openat2 is not available here")
-    if request.param != "openat2":
-        monkeypatch.setattr(_openat2, "AVAILABLE", False)
-    if request.param == "realpath":
-        monkeypatch.setattr(file_module, "_PROC_FD", None)
-    return request.param
 
 
 def _outcome(fn):

@@ -205,7 +205,7 @@ class DataType:
         if kind in ("str", "vlen_str"):
             return self._text(value, where)
         if kind in ("bytes", "vlen_bytes"):
-            return self._bytes(_base64(value, self.name, where), where)
+            return self._bytes(decode_base64(value, self.name, where), where)
         return _raw_from_json(value, self.dtype, where)
 
     def fill_value_to_json(self, scalar: Any) -> Any:
@@ -519,7 +519,8 @@ def _raw_from_bytes(data: bytes, dtype: np.dtype, where: str) -> Any:
     return np.void(data)
 
 
-def _base64(value: Any, name: str, where: str) -> bytes:
+def decode_base64(value: Any, name: str, where: str) -> bytes:
+    """The bytes of a base64 fill value (of the data type `name`), strictly decoded."""
     if not isinstance(value, str):
         raise DataTypeError(f"{where}: expected base64 text for {name}, got {describe(value)}")
     try:

@@ -12,7 +12,6 @@ chunk bytes, which the v2 chunk codec converts to and from.
 from __future__ import annotations
 
 import base64
-import binascii
 import math
 import re
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ import numpy as np
 
 from ..errors import DataTypeError
 from ._util import describe, is_int
-from .data_type import float_from_json, float_to_json
+from .data_type import decode_base64, float_from_json, float_to_json
 
 _TYPESTR = re.compile(r"([<>|])([biufcmMSUVO])([0-9]+)?(\[[0-9]*[A-Za-z]+\])?")
 _EXTENSIONS: dict[str, np.dtype] = {
@@ -319,12 +318,7 @@ class DataTypeV2:
         return value
 
     def _decode_base64(self, value: Any, where: str) -> bytes:
-        if not isinstance(value, str):
-            raise DataTypeError(f"{where}: expected a base64 string, got {describe(value)}")
-        try:
-            return base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            raise DataTypeError(f"{where}: invalid base64 {describe(value)}") from None
+        return decode_base64(value, str(self.to_json()), where)
 
     def _from_bytes(self, data: bytes, where: str, *, exact: bool) -> Any:
         size = self.stored.itemsize
