@@ -975,6 +975,7 @@ def choose_chunk_shapes(
     metadata_chunk_shape: Sequence[int] | None = None,
     sharding: bool = True,
     dtype_size: int | None = None,
+    read_fixed: bool = False,
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The (read, write) chunk shapes TensorStore's zarr3 driver picks when creating an array.
 
@@ -984,7 +985,9 @@ def choose_chunk_shapes(
     fixed and has no sharding codec, so read and write chunks must be equal: the read
     constraints then merge into the write constraints. The data type plays no part in the
     choice; given `dtype_size` (bytes per element), a read chunk too big to address in bytes
-    (more than 2**63 - 1) is refused, as TensorStore refuses it.
+    (more than 2**63 - 1) is refused, as TensorStore refuses it. `read_fixed` says a sharding
+    codec fixes the read chunk: the chosen one only guides the write chunk, so neither it nor
+    the shard grid it makes is checked (the caller checks the codec's own shapes).
 
     Raises SpecError for contradictory constraints: hard read and write sizes that do not
     divide, a metadata chunk shape disagreeing with a hard write shape, a rank mismatch, a
@@ -1007,8 +1010,10 @@ def choose_chunk_shapes(
     else:
         read_shape, write_shape = _choose(
             extents, _Wants(layout.read_chunk, extents), _Wants(write, extents))
-        _check_shard_grid(read_shape, write_shape)
-    _check_chunk_bytes(read_shape, dtype_size)
+        if not read_fixed:
+            _check_shard_grid(read_shape, write_shape)
+    if not read_fixed:
+        _check_chunk_bytes(read_shape, dtype_size)
     return read_shape, write_shape
 
 

@@ -13,6 +13,7 @@ given list as exact, so `[]` forbids codecs of that kind while an absent `codecs
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
 from ..codecs.registry import get_codec_class
 from ..errors import CodecError, SpecError
+from .chunk_layout import MAX_SHARD_GRID_ENTRIES
 
 SHARDING = "sharding_indexed"
 TRANSPOSE = "transpose"
@@ -137,7 +139,8 @@ def _norm_order(order: Any, rank: int | None) -> Any:
     return list(order) if isinstance(order, list | tuple) else order
 
 
-def _merge_codec(a: CodecSpec1, b: CodecSpec1, where: str, rank: int | None) -> CodecSpec1:
+def _merge_codec(a: CodecSpec1, b: CodecSpec1, where: str, rank: int | None,
+                 strict: bool = True) -> CodecSpec1:
     if a.name != b.name:
         raise SpecError(f"{where}: cannot merge codec constraints {a.to_json()} and "
                         f"{b.to_json()}")
@@ -146,7 +149,8 @@ def _merge_codec(a: CodecSpec1, b: CodecSpec1, where: str, rank: int | None) -> 
         if key not in config:
             config[key] = value
         elif isinstance(value, ChainSpec):
-            config[key] = merge(config[key], value, f"{where}.configuration.{key}", rank=rank)
+            config[key] = merge(config[key], value, f"{where}.configuration.{key}",
+                                strict=strict, rank=rank)
         elif key == "order" and a.name == TRANSPOSE:
             if _norm_order(config[key], rank) != _norm_order(value, rank):
                 raise SpecError(f"{where}: incompatible transpose order {config[key]!r} vs "
@@ -159,47 +163,64 @@ def _merge_codec(a: CodecSpec1, b: CodecSpec1, where: str, rank: int | None) -> 
 
 
 def _merge_list(a: list[CodecSpec1] | None, b: list[CodecSpec1] | None, kind: str, where: str,
-                rank: int | None) -> list[CodecSpec1] | None:
+                rank: int | None, slack: int = 0) -> list[CodecSpec1] | None:
+    """Element-wise; `slack` lets the lengths differ by that much (the longer list's extra
+    codecs are kept)."""
     if a is None or b is None:
         return copy.deepcopy(a if b is None else b)
-    if len(a) != len(b):
+    if abs(len(a) - len(b)) > slack:
         raise SpecError(f"{where}: mismatch in number of {kind} codecs ({len(a)} vs {len(b)}): "
                         f"{[c.to_json() for c in a]} and {[c.to_json() for c in b]}")
-    return [_merge_codec(x, y, f"{where}", rank) for x, y in zip(a, b, strict=True)]
+    merged = [_merge_codec(x, y, where, rank, not slack) for x, y in zip(a, b, strict=False)]
+    return merged + copy.deepcopy((a if len(a) > len(b) else b)[len(merged):])
 
 
 def _into_sharding(sharded: ChainSpec, other: ChainSpec, where: str,
                    rank: int | None) -> ChainSpec:
-    """Merge a chain without sharding into the sub-chunk codecs of a sharded one."""
+    """Merge `other` into the sub-chunk codecs of the sharding codec `sharded` ends with."""
     result = copy.deepcopy(sharded)
     shard = result.array_bytes
     assert shard is not None
     inner = shard.config.get("codecs")
-    shard.config["codecs"] = other if inner is None else merge(inner, other, where,
+    shard.config["codecs"] = copy.deepcopy(other) if inner is None else merge(inner, other, where,
                                                                strict=False, rank=rank)
     return result
+
+
+def _height(chain: ChainSpec | None) -> int:
+    """How many sharding codecs are nested in the chain."""
+    height = 0
+    while chain is not None and chain.sharding is not None:
+        height, chain = height + 1, chain.sharding.config.get("codecs")
+    return height
+
+
+def _bare(chain: ChainSpec) -> bool:
+    return not chain.array_array and not chain.bytes_bytes
 
 
 def merge(a: ChainSpec | None, b: ChainSpec | None, where: str = "codecs", *,
           strict: bool = True, rank: int | None = None) -> ChainSpec | None:
     """Both chains' constraints in one; SpecError naming `where` when they contradict.
 
-    Not strict: when `a` has a sharding codec and `b` has none, `b` is merged into the
-    sharding codec's sub-chunk codecs (a schema's codecs then describe the innermost chunks).
-    As in TensorStore this is one-way: a sharding codec in `b` must match `a` as it is.
+    Not strict (as TensorStore merges codec specs): the chain with more nested sharding codecs
+    takes the other into its sub-chunk codecs when it has no array -> array or bytes -> bytes
+    codecs of its own; otherwise they merge level by level, where the array -> array codecs
+    may differ in length by one (room for the transpose an inner order adds).
     """
     if a is None or b is None:
         return copy.deepcopy(a if b is None else b)
-    if not strict and a.sharding is not None and b.sharding is None:
+    if not strict and _height(a) > _height(b) and _bare(a):
         return _into_sharding(a, b, where, rank)
+    if not strict and _height(b) > _height(a) and _bare(b):
+        return _into_sharding(b, a, where, rank)
     ab = a.array_bytes
     if ab is not None and b.array_bytes is not None:
-        ab = _merge_codec(ab, b.array_bytes, where, rank)
+        ab = _merge_codec(ab, b.array_bytes, where, rank, strict)
     elif ab is None:
         ab = copy.deepcopy(b.array_bytes)
-    # Not strict, `b` without array -> array codecs leaves `a`'s (TensorStore's asymmetry).
-    aa = a.array_array if not strict and b.array_array == [] else \
-        _merge_list(a.array_array, b.array_array, "array -> array", where, rank)
+    aa = _merge_list(a.array_array, b.array_array, "array -> array", where, rank,
+                     slack=0 if strict else 1)
     return ChainSpec(aa, ab, _merge_list(a.bytes_bytes, b.bytes_bytes, "bytes -> bytes", where,
                                          rank))
 
@@ -255,6 +276,36 @@ def read_chunk_shape(chain: ChainSpec | None, write_shape: Sequence[int],
     return tuple(shape) if found else tuple(write_shape)
 
 
+def check_sub_chunks(chain: ChainSpec | None, write_shape: Sequence[int], itemsize: int,
+                     where: str) -> None:
+    """SpecError unless each sharding codec's chunk_shape evenly divides the chunk it splits
+    (in that codec's encoded dimension order) into at most 2**30 sub-chunks, and the
+    innermost chunk's size in bytes fits in 63 bits (the limits TensorStore enforces)."""
+    shape = list(write_shape)
+    while chain is not None:
+        for codec in chain.array_array or []:
+            shape = [shape[o] for o in _transpose_order(codec, len(shape), where)]
+        shard = chain.sharding
+        inner = shard.config.get("chunk_shape") if shard is not None else None
+        if inner is None:
+            break
+        _check_shard_split(list(inner), shape, where)
+        shape, chain = list(inner), shard.config.get("codecs")
+    if math.prod(shape) * itemsize > 2**63 - 1:
+        raise SpecError(f"{where}: a sub-chunk of {shape} elements of {itemsize} bytes each "
+                        "is too large")
+
+
+def _check_shard_split(inner: list[int], outer: list[int], where: str) -> None:
+    if len(inner) != len(outer) or any(o % i for o, i in zip(outer, inner, strict=False)):
+        raise SpecError(f"{where}: sharding_indexed chunk_shape {inner} does not evenly divide "
+                        f"the chunk shape {outer} it shards")
+    count = math.prod(o // i for o, i in zip(outer, inner, strict=True))
+    if count > MAX_SHARD_GRID_ENTRIES:
+        raise SpecError(f"{where}: sharding_indexed chunk_shape {inner} splits the chunk shape "
+                        f"{outer} into {count} sub-chunks; at most {MAX_SHARD_GRID_ENTRIES} fit")
+
+
 def with_sharding(chain: ChainSpec | None, read_shape: Sequence[int]) -> ChainSpec:
     """The chain with its sharding codec's chunk_shape set, or a sharding codec inserted."""
     rank = len(read_shape)
@@ -282,6 +333,14 @@ def _innermost(chain: ChainSpec, rank: int, where: str) -> tuple[ChainSpec, list
         innermost = nested
         dims = _compose(dims, innermost, rank, where)
     return innermost, dims
+
+
+def fixes_inner_order(chain: ChainSpec | None) -> bool:
+    """Whether the chain's innermost codecs name their array -> bytes codec, so that they
+    alone decide the storage order inside the innermost chunks."""
+    while chain is not None and chain.sharding is not None:
+        chain = chain.sharding.config.get("codecs")
+    return chain is not None and chain.array_bytes is not None
 
 
 def check_inner_order(chain: ChainSpec | None, desired: Sequence[int], rank: int,

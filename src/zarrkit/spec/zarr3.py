@@ -22,6 +22,8 @@ from .chunk_layout import ChunkLayout, choose_chunk_shapes
 from .codec_spec import (
     ChainSpec,
     check_inner_order,
+    check_sub_chunks,
+    fixes_inner_order,
     inner_order,
     merge,
     parse_chain,
@@ -274,18 +276,31 @@ def _units_attribute(value: Any, rank: int) -> Units:
     return parse_units(value, where)
 
 
-def _read_constraint(chain: ChainSpec | None, layout: ChunkLayout, rank: int) -> ChunkLayout:
-    """The layout with the read chunk shape a chain's sharding codec fixes, if it does."""
+def _check_read_constraint(chain: ChainSpec | None, layout: ChunkLayout, rank: int,
+                           where: str) -> bool:
+    """SpecError when a sharding codec's sub-chunk shape contradicts a hard read chunk shape;
+    whether the codecs fix the read chunk. Only a check: TensorStore chooses the chunks from
+    the layout alone."""
     if chain is None or chain.sharding is None:
-        return layout
-    read = read_chunk_shape(chain, (1,) * rank, "codecs")
+        return False
+    read = read_chunk_shape(chain, (1,) * rank, where)
     if read is not None:
         try:
-            layout.update(read_chunk_shape=list(read))
+            copy.deepcopy(layout).update(read_chunk_shape=list(read))
         except SpecError as exc:
-            raise SpecError(f"codecs: the sharding chunk_shape {list(read)} conflicts with "
+            raise SpecError(f"{where}: the sharding chunk_shape {list(read)} conflicts with "
                             f"chunk_layout: {exc}") from None
-    return layout
+    return read is not None
+
+
+def _inner_order(meta: ChainSpec | None, layout: ChunkLayout,
+                 rank: int) -> tuple[int, ...] | None:
+    """The inner order to store: the hard one, else the soft one unless the metadata's codecs
+    name their innermost array -> bytes codec (TensorStore then keeps their order)."""
+    order = layout.inner_order
+    if order is None and not fixes_inner_order(meta):
+        order = layout.inner_order_soft_constraint
+    return order if order is not None and len(order) == rank else None
 
 
 def _schema_chain(schema: Schema) -> ChainSpec | None:
@@ -297,34 +312,43 @@ def _schema_chain(schema: Schema) -> ChainSpec | None:
 
 def _choose_codecs(c: MetadataConstraints, schema: Schema, data_type: DataType,
                    shape: tuple[int, ...]) -> tuple[tuple[int, ...], list[dict[str, Any]]]:
-    """Chunk shapes first (a sharding codec, or codecs without one, constrain them), then the
-    codecs: sharding inserted when read and write chunks differ, the schema's codecs merged
-    into the innermost chain, and a transpose appended there for the inner order."""
+    """The schema's codecs merged with the metadata's (as TensorStore merges codec specs);
+    chunk shapes from the layout alone (a sharding chunk_shape is checked, not used); sharding
+    inserted when read and write chunks differ; a transpose appended to the innermost chain
+    for the inner order. The result must still satisfy the metadata's codecs."""
     rank = len(shape)
-    meta, extra = c.codecs, _schema_chain(schema)
-    if meta is not None and extra is not None and extra.sharding is not None:
-        # A sharding codec in the schema joins the metadata's codecs as they are.
-        meta, extra = merge(meta, extra, "codec.codecs", rank=rank), None
+    chain = merge(c.codecs, _schema_chain(schema), "codec.codecs", strict=False, rank=rank)
     layout = schema.chunk_layout
-    order = layout.inner_order or layout.inner_order_soft_constraint
-    if order is not None and len(order) == rank:
-        check_inner_order(meta, order, rank, "metadata.codecs")
+    # Only the metadata's own codecs fix the order: a schema's codecs take a transpose.
+    order = _inner_order(c.codecs, layout, rank)
+    if order is not None:
+        check_inner_order(c.codecs, order, rank, "metadata.codecs")
     # Codecs given in the metadata without a sharding codec keep read and write chunks equal.
     sharding = c.codecs is None or c.codecs.sharding is not None
-    layout = _read_constraint(meta if meta is not None else extra, layout, rank)
+    where = "metadata.codecs" if c.codecs is not None else "codec.codecs"
+    fixed = _check_read_constraint(chain, layout, rank, where)
     read, write = choose_chunk_shapes(shape, layout, metadata_chunk_shape=c.chunk_shape,
-                                      sharding=sharding, dtype_size=data_type.item_size)
-    chain = meta
-    # A schema's sharding codec is used as it is: one inserted for the innermost (read) chunk
-    # would contradict its chunk_shape when it nests another sharding codec.
-    if chain is None and read != write and (extra is None or extra.sharding is None):
-        chain = with_sharding(None, read)
-    chain = merge(chain, extra, "codec.codecs", strict=False, rank=rank)
+                                      sharding=sharding, dtype_size=data_type.item_size,
+                                      read_fixed=fixed)
+    if read != write and (chain is None or chain.sharding is None):
+        chain = merge(with_sharding(None, read), chain, where, strict=False, rank=rank)
     if chain is not None and chain.sharding is not None:
         chain = with_sharding(chain, read)
-    if order is not None and len(order) == rank:
+        check_sub_chunks(chain, write, data_type.item_size, where)
+    if order is not None:
         chain = with_inner_order(chain, order, rank, "metadata.codecs")
+    _check_still_met(chain, c.codecs, rank)
     return write, resolve(chain, data_type.item_size, write)
+
+
+def _check_still_met(chain: ChainSpec | None, wanted: ChainSpec | None, rank: int) -> None:
+    """The codecs chosen (after merging the schema's) must satisfy metadata.codecs exactly."""
+    try:
+        merge(chain, wanted, "metadata.codecs", rank=rank)
+    except SpecError as exc:
+        raise SpecError(f"metadata.codecs: the codecs chosen with codec.codecs "
+                        f"{[] if chain is None else chain.to_json()} do not match them: "
+                        f"{exc}") from None
 
 
 def _stored_key_encoding(json: dict[str, Any] | str | None) -> dict[str, Any]:
