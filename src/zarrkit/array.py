@@ -449,6 +449,15 @@ def _short(value: Any) -> str:
 
 
 def _scalar_repr(value: Any) -> str:
+    if isinstance(value, np.datetime64 | np.timedelta64):
+        # As `zarrkit info --json` shows them: .item() gives None for NaT, a datetime repr or
+        # a bare integer (times finer than microseconds).
+        return str(value)
+    if isinstance(value, np.ndarray):  # a record's subarray field
+        return f"[{', '.join(_scalar_repr(v) for v in value)}]"
+    if isinstance(value, np.void) and value.dtype.names:
+        fields = [_scalar_repr(value[name]) for name in value.dtype.names]
+        return f"({', '.join(fields)}{',' if len(fields) == 1 else ''})"
     item = value.item() if isinstance(value, np.generic) else value
     return repr(item)
 

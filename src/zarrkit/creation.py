@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ import numpy as np
 from . import storage
 from .array import Array
 from .codecs.base import Codec
-from .errors import DataTypeError, MetadataError, NodeExistsError, SpecError
+from .errors import CodecError, DataTypeError, MetadataError, NodeExistsError, SpecError
 from .kvstore.base import KvStore
 from .metadata.data_type import DataType
 from .metadata.names import normalize_path
@@ -31,6 +31,17 @@ AUTO_CHUNK_ELEMENTS = 1 << 20
 
 def _codec_json(codec: Any) -> Any:
     return codec.to_json() if isinstance(codec, Codec) else codec
+
+
+def codec_list(value: Any, what: str) -> list[Any]:
+    """A keyword that takes a list of codecs, as a list. A bare name is refused, not iterated
+    (it became one-letter codec names), as zarr-python refuses it: the list is explicit."""
+    if isinstance(value, str):
+        raise CodecError(f"{what}: expected a list of codecs, got the string {value!r}; "
+                         f"write {what}=[{value!r}]")
+    if isinstance(value, bytes | dict) or not isinstance(value, Iterable):
+        raise CodecError(f"{what}: expected a list of codecs, got {value!r}")
+    return list(value)
 
 
 def _shape(value: Any, what: str) -> tuple[int, ...]:
@@ -112,14 +123,17 @@ def build_array_document(
             compressors = ()
         elif isinstance(compressors, dict | Codec):
             compressors = (compressors,)
-        codecs = [*(filters or ()), serializer or _default_serializer(data_type), *compressors]
-    codec_list = [_codec_json(c) for c in codecs]
+        codecs = [*codec_list(filters or (), "filters"),
+                  serializer or _default_serializer(data_type),
+                  *codec_list(compressors, "compressors")]
+    chain = [_codec_json(c) for c in codec_list(codecs, "codecs")]
     if shards is not None:
         shard_shape = _chunk_shape(shards, shape_t, "shards")
         inner = _chunk_shape(chunks, shard_shape, "chunks")
-        codec_list = [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": list(inner), "codecs": codec_list,
-            "index_codecs": [_codec_json(c) for c in (index_codecs or DEFAULT_INDEX_CODECS)],
+        chain = [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": list(inner), "codecs": chain,
+            "index_codecs": [_codec_json(c) for c in
+                             codec_list(index_codecs or DEFAULT_INDEX_CODECS, "index_codecs")],
             "index_location": index_location}}]
         grid = shard_shape
     else:
@@ -132,7 +146,7 @@ def build_array_document(
         "fill_value": data_type.fill_value_to_json(
             data_type.default_fill_value() if fill_value is None
             else data_type.parse_fill_value(_fill_json(fill_value, data_type))),
-        "codecs": codec_list,
+        "codecs": chain,
         "attributes": {} if attributes is None else attributes,
     }
     if dimension_names is not None:

@@ -14,10 +14,17 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import InvalidKeyError, ReadOnlyError, StoreError
 from ._keylocks import KeyLocks
 
 Buffer = bytes | bytearray | memoryview
+
+
+class InvalidValueError(StoreError, TypeError):
+    """A value given to a store is not bytes-like (bytes, bytearray, memoryview, a numpy array or
+    another object with the buffer protocol)."""
 
 
 class GenerationMismatch(StoreError):
@@ -87,6 +94,35 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def check_value(key: str, value: object) -> None:
+    """Refuse a value that is not bytes: without the buffer protocol stores fail with a
+    TypeError naming neither key nor value; an object array's buffer holds pointers."""
+    kind = type(value)
+    try:
+        if kind is np.ndarray:  # the common cases first, cheaply
+            objects = value.dtype.hasobject  # type: ignore[attr-defined]
+        elif kind is memoryview:
+            objects = value.format == "O" or _has_objects(value.obj)  # type: ignore[attr-defined]
+        elif kind is bytearray:
+            return
+        else:
+            with memoryview(value) as view:  # type: ignore[arg-type]
+                objects = view.format == "O" or _has_objects(value)
+    except TypeError:
+        objects = None
+    except ValueError as exc:  # a released memoryview
+        raise InvalidValueError(f"cannot store {key!r}: {exc}") from None
+    if objects is None or objects:
+        what = "an array of Python objects" if objects else kind.__name__
+        raise InvalidValueError(
+            f"cannot store {key!r}: its value must be bytes-like (bytes, bytearray, memoryview "
+            f"or a numpy array of numbers), got {what}")
+
+
+def _has_objects(exporter: object) -> bool:
+    return bool(getattr(getattr(exporter, "dtype", None), "hasobject", False))
 
 
 def validate_prefix(prefix: str) -> str:
@@ -197,7 +233,10 @@ class KvStore(ABC):
 
     def set(self, key: str, value: Buffer) -> None:
         self._check_writable(key)
-        self._set(validate_key(key), value)
+        validate_key(key)
+        if type(value) is not bytes:  # the common case costs one type check
+            check_value(key, value)
+        self._set(key, value)
 
     def replace(self, key: str, value: Buffer | None) -> None:
         """Store a whole new value for `key` (None: delete it), under `lock(key)` when

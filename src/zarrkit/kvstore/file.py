@@ -13,7 +13,8 @@ Key "a/b/c" is the file `<root>/a/b/c`. Design points:
   path is inside the root by construction); when a link is involved, or openat2 is missing,
   open normally and read `/proc/self/fd/<fd>` to see where the opened file really is (no
   check-then-use race); without /proc, `os.path.realpath` before opening. Creating directories
-  and listing use `realpath` (rare or already expensive operations).
+  and listing use `realpath` (rare or already expensive operations). `exists` and `size` open
+  with O_PATH where there is one: the same checks, without needing permission to read the value.
 * `lock(key)` / `lock_shared(key)` combine a per-key thread lock with a lock between processes:
   on Linux an open-file-description lock on one byte (at a hash of the key) of the single file
   `<root>/.zarrkit-locks/keys.lock`, so locking every chunk written creates no files; elsewhere
@@ -76,6 +77,10 @@ _PROC_FD = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else None
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # O_NONBLOCK: opening a FIFO planted in the store must not hang the reader.
 _READ_FLAGS = os.O_RDONLY | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+# O_PATH (Linux): opens without read permission, for stat-only uses (exists, size) that must
+# still pass the escape checks on an open descriptor.
+_O_PATH = getattr(os, "O_PATH", 0)
+_STAT_FLAGS = _O_PATH | _CLOEXEC if _O_PATH else _READ_FLAGS
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC
 _LOCK_FLAGS = os.O_RDWR | os.O_CREAT | _CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
@@ -236,9 +241,9 @@ class FileStore(KvStore):
                 return None
         return self._open_checked(path, flags, key, allow_root)
 
-    def _open_value(self, key: str) -> tuple[int, os.stat_result] | None:
+    def _open_value(self, key: str, flags: int = _READ_FLAGS) -> tuple[int, os.stat_result] | None:
         """(fd, stat) of the regular file holding `key`, or None if there is no such value."""
-        fd = self._open_in_root(key, self._path(key), _READ_FLAGS, key)
+        fd = self._open_in_root(key, self._path(key), flags, key)
         if fd is None:
             return None
         try:
@@ -368,8 +373,9 @@ class FileStore(KvStore):
         return self.size(key) is not None
 
     def size(self, key: str) -> int | None:
+        """Answered without read permission: a value the user cannot read still exists."""
         try:
-            opened = self._open_value(key)
+            opened = self._open_value(key, _STAT_FLAGS)
         except StoreError:
             raise
         except OSError as exc:
@@ -685,6 +691,31 @@ def _close_in(fd: int, pid: int) -> None:
         os.close(fd)
 
 
+_LOCK_FILES: weakref.WeakSet[_ProcessLockFile] = weakref.WeakSet()
+#: Descriptors of held locks that own their description. A forked child closes its copies: they
+#: would keep the parent's locks alive after the parent releases them (and block the child).
+_OWN_LOCK_FDS: set[int] = set()
+
+
+def _after_fork_in_child() -> None:
+    for fd in list(_OWN_LOCK_FDS):
+        _close_quietly(fd)
+    _OWN_LOCK_FDS.clear()
+    for lock_file in list(_LOCK_FILES):
+        lock_file._after_fork()
+
+
+def _close_quietly(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class _ProcessLockFile:
     """This process's open description of the range lock file, for exclusive locks.
 
@@ -698,6 +729,15 @@ class _ProcessLockFile:
         self._store = store
         self._state = (-1, 0)  # (descriptor, pid that opened it)
         self._guard = threading.Lock()
+        _LOCK_FILES.add(self)
+
+    def _after_fork(self) -> None:
+        # Another thread may have held the guard at the fork: the child would wait forever.
+        self._guard = threading.Lock()
+        fd, pid = self._state
+        if pid:  # the parent's description: the child's copy would outlive the parent's use
+            _close_quietly(fd)
+        self._state = (-1, 0)
 
     def descriptor(self, key: str) -> int:
         """The description (opened for `key` if this is the first lock: errors name it)."""
@@ -722,6 +762,7 @@ class _KeyLock:
         self._shared = shared
         self._thread_lock: Any = (KvStore.lock_shared if shared else KvStore.lock)(store, key)
         self._fd = -1
+        self._pid = 0  # the process that took the lock
         # Shared locks (and flock) need a description of their own; see _ProcessLockFile.
         self._own_fd = shared or _OFD_SETLKW is None
         self._offset = 0 if _OFD_SETLKW is None else _range_offset(key)
@@ -729,7 +770,7 @@ class _KeyLock:
     def __enter__(self) -> _KeyLock:
         self._thread_lock.acquire()
         try:
-            self._fd = self._lock()
+            self._fd, self._pid = self._lock(), os.getpid()
         except BaseException:
             self._thread_lock.release()
             raise
@@ -738,10 +779,13 @@ class _KeyLock:
     def _lock(self) -> int:
         store = self._store
         fd = store._open_lock_file(self._key) if self._own_fd else store._lock_file.descriptor(self._key)
+        if self._own_fd:
+            _OWN_LOCK_FDS.add(fd)
         try:
             _lock_descriptor(fd, self._offset, self._shared)
         except BaseException as exc:
             if self._own_fd:
+                _OWN_LOCK_FDS.discard(fd)
                 os.close(fd)
             if isinstance(exc, OSError):
                 raise _wrap(exc, "lock", self._key, store.root) from exc
@@ -751,7 +795,10 @@ class _KeyLock:
     def __exit__(self, *exc: object) -> None:
         fd, self._fd = self._fd, -1
         try:
-            if self._own_fd:
+            if self._pid != os.getpid():
+                pass  # the parent's lock, taken before a fork: not the child's to release
+            elif self._own_fd:
+                _OWN_LOCK_FDS.discard(fd)
                 os.close(fd)  # closing the only descriptor releases the lock
             else:
                 fcntl.fcntl(fd, fcntl.F_OFD_SETLK,
