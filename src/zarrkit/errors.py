@@ -66,6 +66,11 @@ class InvalidKeyError(StoreError, ValueError):
     """A store key is malformed or would escape the store root."""
 
 
+class InvalidValueError(StoreError, TypeError):
+    """A value given to a store is not bytes-like (bytes, bytearray, memoryview, a numpy array
+    of numbers or another object with the buffer protocol)."""
+
+
 class ReadOnlyError(StoreError, PermissionError):
     """A write was attempted on a store or node opened read-only."""
 

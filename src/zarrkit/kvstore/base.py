@@ -16,15 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidKeyError, ReadOnlyError, StoreError
+from ..errors import InvalidKeyError, InvalidValueError, ReadOnlyError, StoreError
 from ._keylocks import KeyLocks
 
 Buffer = bytes | bytearray | memoryview
-
-
-class InvalidValueError(StoreError, TypeError):
-    """A value given to a store is not bytes-like (bytes, bytearray, memoryview, a numpy array or
-    another object with the buffer protocol)."""
 
 
 class GenerationMismatch(StoreError):
