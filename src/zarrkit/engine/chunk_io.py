@@ -110,8 +110,11 @@ def is_fill(chunk: np.ndarray, fill: Any) -> bool:
     if dt.hasobject:  # object elements (v2 variable-length strings) have no bits to compare
         return all(type(v) is type(fill) and v == fill for v in chunk.flat)
     fill_arr = np.asarray(fill, dtype=dt).reshape(1)
-    if chunk.size and chunk[(0,) * chunk.ndim].tobytes() != fill_arr.tobytes():
-        return False  # the usual case for data: decided by the first element, no full pass
+    # The usual case for data: decided by the first element, no full pass. (A one-element
+    # slice, not a scalar: a U/S scalar's bytes lose their trailing NULs.)
+    first = chunk[(slice(0, 1),) * chunk.ndim] if chunk.ndim else chunk.reshape(1)
+    if chunk.size and first.tobytes() != fill_arr.tobytes():
+        return False
     if dt.kind in "biu" and dt.itemsize <= 8 and dt.names is None:
         return not np.any(chunk != fill)
     if dt.itemsize in (1, 2, 4, 8):
@@ -393,10 +396,19 @@ def _shard_index(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, .
     data, generation = arr.store.get_with_generation(key, sharding.index_byte_range())
     if data is None:
         return None, None
-    index = sharding.decode_index(data)
+    index = _decoded_index(sharding, key, data)
     if generation is not None:
         arr.shard_indexes.put(key, index, generation)
     return index, generation
+
+
+def _decoded_index(sharding: ShardingCodec, key: str, data: Buffer,
+                   shard_size: int | None = None) -> np.ndarray:
+    """`decode_index`, its errors naming the shard's key."""
+    try:
+        return sharding.decode_index(data, shard_size)
+    except CorruptDataError as e:
+        raise type(e)(f"shard {key!r}: {e}") from None
 
 
 def _with_index(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
@@ -550,8 +562,10 @@ def _check_objects(arr: ChunkedArray, value: np.ndarray) -> None:
     wrong one fails the whole write rather than the chunks after some were written."""
     if not value.dtype.hasobject:
         return
-    chain = arr.sharding.inner if arr.sharding is not None else arr.chain
-    check = getattr(chain.array_bytes, "check_values", None)
+    codec = arr.chain.array_bytes
+    while isinstance(codec, ShardingCodec):  # nested, or after array->array codecs: the innermost
+        codec = codec.inner.array_bytes
+    check = getattr(codec, "check_values", None)
     if check is not None:
         check(value, "the values written")
 
@@ -697,7 +711,7 @@ def _existing_inner_chunks(sharding: ShardingCodec, key: str,
     if data is None:
         return {}
     view = memoryview(data)
-    index = sharding.decode_index(sharding.index_byte_range().slice_of(view), len(view))
+    index = _decoded_index(sharding, key, sharding.index_byte_range().slice_of(view), len(view))
     chunks = {}
     for within in np.ndindex(*sharding.chunks_per_shard):
         offset, nbytes = index[within]

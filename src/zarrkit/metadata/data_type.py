@@ -78,6 +78,9 @@ _SIZED: dict[str, tuple[str, str]] = {
 #: Variable-length name -> (DataType.kind, the Python type of its values).
 _VARIABLE: dict[str, tuple[str, type]] = {STRING: ("vlen_str", str),
                                           VLEN_BYTES: ("vlen_bytes", bytes)}
+#: zarr-python < 3.1 named variable_length_bytes "bytes" (with a list of byte values as fill
+#: value); zarr-python 3.1 still reads that name, and writes it back as variable_length_bytes.
+_ALIASES = {"bytes": VLEN_BYTES}
 
 #: (exponent bits, mantissa bits) of each IEEE-like binary float format.
 _FLOAT_FORMATS: dict[np.dtype, tuple[int, int]] = {
@@ -129,6 +132,7 @@ class DataType:
     def from_json(cls, value: Any, *, where: str = "data_type") -> DataType:
         """Parse the v3 `data_type` member. Unknown types cannot be skipped, so they raise."""
         name, config, _ = parse_extension(value, where=where, error=DataTypeError)
+        name = _ALIASES.get(name, name)
         if name in _SIZED and isinstance(value, dict):
             numpy_kind = _SIZED[name][0]
             length = _length_bytes(name, config, where)
@@ -202,8 +206,12 @@ class DataType:
             return float_from_json(value, self.dtype, where=where)
         if kind == "complex":
             return complex_from_json(value, self.dtype, where=where)
+        if kind == "vlen_str" and isinstance(value, int | float):
+            value = str(value)  # zarr-python reads numbers (zarr v2's fill values) as their text
         if kind in ("str", "vlen_str"):
             return self._text(value, where)
+        if kind == "vlen_bytes" and isinstance(value, list):  # the "bytes" alias's form
+            return _byte_list(value, self.name, where)
         if kind in ("bytes", "vlen_bytes"):
             return self._bytes(decode_base64(value, self.name, where), where)
         return _raw_from_json(value, self.dtype, where)
@@ -527,6 +535,13 @@ def decode_base64(value: Any, name: str, where: str) -> bytes:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         raise DataTypeError(f"{where}: invalid base64 {describe(value)} for {name}") from None
+
+
+def _byte_list(value: list[Any], name: str, where: str) -> bytes:
+    if not all(is_int(b) and 0 <= b <= 255 for b in value):
+        raise DataTypeError(f"{where}: expected base64 text or a list of integers in [0, 255] "
+                            f"for {name}, got {describe(value)}")
+    return bytes(value)
 
 
 def _raw_from_json(value: Any, dtype: np.dtype, where: str) -> Any:

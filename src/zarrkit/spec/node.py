@@ -17,6 +17,7 @@ from .. import storage
 from ..engine.cache import CacheBinding
 from ..errors import SelectionError, SpecError
 from ..kvstore import MemoryStore, kvstore_spec
+from ..metadata.data_type import TEXT_KINDS
 from .chunk_layout import ChunkLayout
 from .context import CachePool, Context
 from .schema import CodecSpec, Schema, dtype_name
@@ -107,6 +108,19 @@ def spec_dtype(md: Any) -> str | None:
         return None
 
 
+def spec_metadata(md: Any) -> dict[str, Any]:
+    """The metadata a spec records: without the type and fill value of text and object arrays,
+    which TensorStore specs cannot hold (the spec would not reopen); the stored ones apply."""
+    json = md.to_json()
+    if getattr(md, "zarr_format", 3) == 3 and md.data_type.kind in TEXT_KINDS:
+        drop: tuple[str, ...] = ("data_type", "fill_value")
+    elif getattr(md, "zarr_format", 3) == 2 and md.dtype.hasobject:
+        drop = ("dtype", "filters", "fill_value")
+    else:
+        drop = ()
+    return {k: v for k, v in json.items() if k not in drop}
+
+
 class SpecNode:
     """TensorStore-style description, views, `spec()` and resizing for arrays."""
 
@@ -164,7 +178,7 @@ class SpecNode:
         if dtype is not None:
             json["dtype"] = dtype
         if not minimal_spec:
-            json["metadata"] = md.to_json()
+            json["metadata"] = spec_metadata(md)
         state = self._open_state
         if state is not None:
             json.update(state.to_json())
