@@ -84,3 +84,19 @@ def strategy(request, monkeypatch):
     if request.param == "realpath":
         monkeypatch.setattr(file_module, "_PROC_FD", None)
     return request.param
+
+
+@pytest.fixture
+def open_dir():
+    """A directory an unprivileged user can reach (pytest's tmp_path is private to root)."""
+    import os
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="zarrkit-test-")
+    os.chmod(path, 0o755)
+    yield path
+    for top, dirs, _ in os.walk(path):  # tests take permissions away; give them back
+        for name in dirs:
+            os.chmod(os.path.join(top, name), 0o755)
+    shutil.rmtree(path)

@@ -5,7 +5,6 @@ time fill values in `Array.info`. Each is a zarrkit error naming what is wrong, 
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
 import signal
 import tempfile
@@ -14,53 +13,12 @@ import time
 
 import numpy as np
 import pytest
+from _forked import in_child
 
 import zarrkit
 from zarrkit.describe import array_summary
 from zarrkit.errors import CodecError, StoreError
 from zarrkit.kvstore import FileStore, MemoryStore, ZipStore
-
-NOBODY = 65534
-
-
-@pytest.fixture
-def open_dir():
-    """A directory an unprivileged user can reach (pytest's tmp_path is private to root)."""
-    path = tempfile.mkdtemp(prefix="zarrkit-input-")
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path)
-
-
-def _in_child(fn, as_nobody=False, timeout=20):
-    """fn()'s result (or the exception's type name and message), computed in a forked child
-    (optionally as `nobody`, whom file permissions apply to); killed after `timeout` seconds so
-    that a child that blocks fails the test instead of hanging it."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        status = 1
-        try:
-            os.close(read)
-            signal.alarm(timeout)
-            if as_nobody and os.geteuid() == 0:
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-            try:
-                result = fn()
-            except Exception as exc:  # noqa: BLE001 - reported to the test, which checks it
-                result = (type(exc).__name__, str(exc))
-            with os.fdopen(write, "wb") as out:
-                pickle.dump(result, out)
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write)
-    with os.fdopen(read, "rb") as inp:
-        data = inp.read()
-    _, status = os.waitpid(pid, 0)
-    assert status == 0, f"the child failed or was killed (status {status:#x}): it blocked"
-    return pickle.loads(data)
 
 
 # -- 1. values that are not bytes-like -----------------------------------------------------------
@@ -102,10 +60,10 @@ def test_exists_and_size_do_not_need_read_permission(open_dir):
     store.set("a/secret", b"12345")
     os.chmod(os.path.join(open_dir, "a", "secret"), 0)
     reader = FileStore(open_dir, read_only=True)
-    assert _in_child(lambda: (reader.exists("a/secret"), reader.size("a/secret"),
+    assert in_child(lambda: (reader.exists("a/secret"), reader.size("a/secret"),
                               reader.exists("a/other"), reader.size("a/other")),
                      as_nobody=True) == (True, 5, False, None)
-    kind, message = _in_child(lambda: reader.get("a/secret"), as_nobody=True)
+    kind, message = in_child(lambda: reader.get("a/secret"), as_nobody=True)
     assert kind == "StoreError" and "'a/secret'" in message and "Permission denied" in message
 
 
@@ -149,7 +107,7 @@ def test_a_forked_child_can_take_a_key_lock_another_thread_held(shared):
         def child():
             with store.lock("k"):
                 return "ok"
-        assert _in_child(child) == "ok"
+        assert in_child(child) == "ok"
     finally:
         done.set()
         thread.join()
@@ -186,7 +144,7 @@ def test_a_child_leaving_a_lock_the_forking_thread_held_keeps_the_parents(open_d
     # parent's lock, and a second child then took the key while the parent held it.
     store = FileStore(open_dir)
     with store.lock("k") as held:
-        assert _in_child(lambda: held.__exit__(None, None, None) or "ok") == "ok"
+        assert in_child(lambda: held.__exit__(None, None, None) or "ok") == "ok"
         pid = os.fork()
         if pid == 0:  # pragma: no cover - reports through its exit status
             signal.alarm(20)

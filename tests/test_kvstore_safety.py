@@ -5,66 +5,13 @@ from __future__ import annotations
 
 import itertools
 import os
-import pickle
-import resource
-import shutil
-import signal
 import socket
-import tempfile
 
 import pytest
+from _forked import in_child
 
 from zarrkit.errors import InvalidKeyError, StoreError
 from zarrkit.kvstore import ByteRange, FileStore, MemoryStore
-
-NOBODY = 65534
-
-
-@pytest.fixture
-def open_dir():
-    """A directory an unprivileged user can reach (pytest's tmp_path is private to root)."""
-    path = tempfile.mkdtemp(prefix="zarrkit-safety-")
-    os.chmod(path, 0o755)
-    yield path
-    for top, dirs, _ in os.walk(path):  # tests take permissions away; give them back
-        for name in dirs:
-            os.chmod(os.path.join(top, name), 0o755)
-    shutil.rmtree(path)
-
-
-def _outcome(fn):
-    """fn()'s result, or (exception type name, message)."""
-    try:
-        return fn()
-    except Exception as exc:  # noqa: BLE001 - reported to the test, which checks it
-        return type(exc).__name__, str(exc)
-
-
-def _unprivileged(fn, fsize_limit=None):
-    """`_outcome(fn)` run as a user that file permissions apply to (root ignores them): in a
-    forked child that drops to `nobody` when we are root; optionally under RLIMIT_FSIZE."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        status = 1
-        try:
-            os.close(read)
-            if os.geteuid() == 0:
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-            if fsize_limit is not None:
-                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
-                resource.setrlimit(resource.RLIMIT_FSIZE, (fsize_limit, fsize_limit))
-            with os.fdopen(write, "wb") as out:
-                pickle.dump(_outcome(fn), out)
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write)
-    with os.fdopen(read, "rb") as inp:
-        data = inp.read()
-    assert os.waitpid(pid, 0)[1] == 0
-    return pickle.loads(data)
 
 
 def _temps(path) -> list[str]:
@@ -113,7 +60,7 @@ def test_listing_an_unreadable_directory_is_a_store_error(open_dir):
     os.chmod(os.path.join(open_dir, "a"), 0o300)  # writable and searchable, not readable
     for op in (lambda: list(store.list_prefix("")), lambda: store.list_dir("a/"),
                lambda: store.delete_prefix("a/")):
-        kind, message = _unprivileged(op)
+        kind, message = in_child(op, as_nobody=True)
         assert kind == "StoreError" and "'a/'" in message and "Permission denied" in message
     os.chmod(os.path.join(open_dir, "a"), 0o755)
     assert sorted(store.list_prefix("")) == ["a/b/c", "top"]
@@ -124,7 +71,7 @@ def test_remove_temp_files_reports_directories_it_cannot_read(open_dir):
     store = FileStore(open_dir)
     store.set("a/b", b"1")
     os.chmod(os.path.join(open_dir, "a"), 0o300)
-    kind, message = _unprivileged(lambda: store.remove_temp_files(older_than=0))
+    kind, message = in_child(lambda: store.remove_temp_files(older_than=0), as_nobody=True)
     assert kind == "StoreError" and "Permission denied" in message and "'a'" in message
     os.chmod(os.path.join(open_dir, "a"), 0o755)
     assert store.remove_temp_files(older_than=0) == []  # readable again: nothing to report
@@ -145,7 +92,7 @@ def test_unreadable_value_is_a_store_error_naming_the_key(open_dir):
     store.set("a/secret", b"s")
     os.chmod(os.path.join(open_dir, "a", "secret"), 0)
     for op in (lambda: store.get("a/secret"), lambda: store.get_many([("a/secret", None)] * 2)):
-        kind, message = _unprivileged(op)
+        kind, message = in_child(op, as_nobody=True)
         assert kind in ("StoreError", "PermissionDeniedError") and "'a/secret'" in message
 
 
@@ -167,7 +114,7 @@ def test_write_over_the_file_size_limit_keeps_the_old_value(open_dir):
     store = FileStore(open_dir)
     store.set("a/k", b"old" * 10)
     os.chmod(os.path.join(open_dir, "a"), 0o777)
-    kind, message = _unprivileged(lambda: store.set("a/k", b"n" * 4096), fsize_limit=1000)
+    kind, message = in_child(lambda: store.set("a/k", b"n" * 4096), fsize_limit=1000, as_nobody=True)
     assert kind == "StoreError" and "'a/k'" in message and "File too large" in message
     assert store.get("a/k") == b"old" * 10
     assert _temps(open_dir) == []
@@ -179,7 +126,7 @@ def test_write_into_a_read_only_directory_keeps_the_old_value(open_dir):
     os.chmod(os.path.join(open_dir, "a"), 0o555)
     for op in (lambda: store.set("a/k", b"new"), lambda: store.delete("a/k"),
                lambda: store.set("a/new/k", b"new")):
-        kind, message = _unprivileged(op)
+        kind, message = in_child(op, as_nobody=True)
         assert kind == "StoreError" and "'a/" in message and "Permission denied" in message
     assert store.get("a/k") == b"old"
     assert _temps(open_dir) == []
