@@ -2,6 +2,7 @@
 structured elements, huge indices, strided plans, bfloat16 reads, resize arguments."""
 
 import signal
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -98,18 +99,25 @@ def _raise(*_):
     raise _TooSlow
 
 
-def test_strided_slice_visits_only_the_chunks_it_touches():
-    """`a[::step]` looped over every chunk the slice spans: 10**13 of them here, for 100
-    elements (a million-element array with small chunks and a large step: seconds)."""
+@contextmanager
+def _within(seconds: float, what: str):
+    """Fail the test (rather than hang it) when the block takes more than `seconds`."""
     previous = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, 5)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        plan = basic_plan((slice(None, None, -10**13),), (10**15,), (100,))
+        yield
     except _TooSlow:
-        pytest.fail("planning a 100-element strided selection took more than 5 s")
+        pytest.fail(f"{what} took more than {seconds} s")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_strided_slice_visits_only_the_chunks_it_touches():
+    """`a[::step]` looped over every chunk the slice spans: 10**13 of them here, for 100
+    elements (a million-element array with small chunks and a large step: seconds)."""
+    with _within(5, "planning a 100-element strided selection"):
+        plan = basic_plan((slice(None, None, -10**13),), (10**15,), (100,))
     assert plan.buffer_shape == (100,)
     assert [p.coords for p in plan][:2] == [(10**11 - 1,), (2 * 10**11 - 1,)]
     a = _array((10**12,), chunks=(10,))
@@ -191,15 +199,8 @@ def test_shrinking_a_huge_sparse_grid_lists_the_stored_chunks(layout, path):
     prefix = f"{path}/" if path else ""
     store.set(prefix + "notes.txt", b"not a chunk")
     store.set(prefix + "c", b"not a chunk either")
-    previous = signal.signal(signal.SIGALRM, _raise)
-    signal.alarm(20)
-    try:
+    with _within(20, "shrinking a sparse 10**10-chunk grid"):
         a.resize(15, 25)
-    except _TooSlow:
-        pytest.fail("shrinking a sparse 10**10-chunk grid took more than 20 s")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     expected = np.zeros((15, 25), np.int32)
     expected[3, 4] = 1
     np.testing.assert_array_equal(a[...], expected)
@@ -217,16 +218,9 @@ def test_shrinking_a_huge_sparse_grid_lists_the_stored_chunks(layout, path):
 def test_shrinking_a_10_to_the_12_chunk_grid_takes_moments():
     a = _array((10**7, 10**7), dtype="uint8", chunks=(10, 10))
     a[0, 0], a[10**7 - 1, 10**7 - 1], a[15, 3] = 1, 2, 3
-    previous = signal.signal(signal.SIGALRM, _raise)
-    signal.alarm(20)
-    try:
+    with _within(20, "shrinking a sparse 10**12-chunk grid"):
         a.resize(12, 10**7)
         a.resize(5, 5)
-    except _TooSlow:
-        pytest.fail("shrinking a sparse 10**12-chunk grid took more than 20 s")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     a.resize(20, 20)
     expected = np.zeros((20, 20), np.uint8)
     expected[0, 0] = 1
