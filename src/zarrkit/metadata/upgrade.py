@@ -96,17 +96,6 @@ def v3_data_type(md: ArrayMetadataV2, where: str) -> DataType:
                         "variable-length text and bytes: vlen-utf8 and vlen-bytes objects)")
 
 
-def _layout_codecs(md: ArrayMetadataV2) -> list[dict[str, Any]]:
-    """transpose (order F) and bytes with the stored byte order: the v2 chunk bytes exactly."""
-    codecs: list[dict[str, Any]] = []
-    if md.order == "F" and md.ndim > 1:
-        codecs.append({"name": "transpose",
-                       "configuration": {"order": list(reversed(range(md.ndim)))}})
-    endian = "big" if md.data_type.stored.byteorder == ">" else "little"
-    codecs.append(_bytes_codec(md.dtype, endian))
-    return codecs
-
-
 def _bytes_codec(dtype: np.dtype, endian: str) -> dict[str, Any]:
     # Without an endian for S text, as zarr-python writes it (byte order means nothing there).
     if dtype.kind == "S":
@@ -115,35 +104,28 @@ def _bytes_codec(dtype: np.dtype, endian: str) -> dict[str, Any]:
 
 
 def v3_codecs(md: ArrayMetadataV2, *, exact: bool, where: str) -> list[dict[str, Any]]:
-    """A v3 codec chain for `md`: its exact equivalent, or (copying) a good re-encoding."""
-    if md.dtype.hasobject:
-        return _object_codecs(md, exact=exact, where=where)
+    """A v3 codec chain for `md`: its exact equivalent (transpose for order F, the stored byte
+    order, the v3 codec for the compressor: the v2 chunk bytes exactly), or (copying) a good
+    re-encoding. Object arrays keep their object codec (vlen-utf8/vlen-bytes, v2's first
+    filter), which v3 has under the same name."""
+    objects = md.dtype.hasobject
+    codecs: list[dict[str, Any]] = []
     if exact:
-        if md.filters:
-            ids = ", ".join(repr(f["id"]) for f in md.filters)
-            raise CodecError(f"{where}: filters {ids} have no Zarr v3 codecs; copy the array "
-                             "with zarrkit.convert instead")
-        compressor = _compressor(md, exact=True, where=where)
-        return _layout_codecs(md) + ([compressor] if compressor else [])
-    compressor = _compressor(md, exact=False, where=where)
-    return [_bytes_codec(md.dtype, "little")] + ([compressor] if compressor else [])
-
-
-def _object_codecs(md: ArrayMetadataV2, *, exact: bool, where: str) -> list[dict[str, Any]]:
-    """vlen-utf8/vlen-bytes: v2 stores their bytes as the v3 codec of that name does (the
-    object codec is v2's first filter; a filter after it would have no v3 codec)."""
-    layout: list[dict[str, Any]] = []
-    if exact:
-        if len(md.filters or ()) > 1:
-            ids = ", ".join(repr(f["id"]) for f in md.filters[1:])
+        extra = (md.filters or [])[1 if objects else 0:]
+        if extra:
+            ids = ", ".join(repr(f["id"]) for f in extra)
             raise CodecError(f"{where}: filters {ids} have no Zarr v3 codecs; copy the array "
                              "with zarrkit.convert instead")
         if md.order == "F" and md.ndim > 1:
-            layout.append({"name": "transpose",
+            codecs.append({"name": "transpose",
                            "configuration": {"order": list(reversed(range(md.ndim)))}})
+    if objects:
+        codecs.append({"name": md._object_codec(), "configuration": {}})
+    else:
+        stored_big = exact and md.data_type.stored.byteorder == ">"
+        codecs.append(_bytes_codec(md.dtype, "big" if stored_big else "little"))
     compressor = _compressor(md, exact=exact, where=where)
-    return layout + [{"name": md._object_codec(), "configuration": {}}] + \
-        ([compressor] if compressor else [])
+    return codecs + ([compressor] if compressor else [])
 
 
 def _compressor(md: ArrayMetadataV2, *, exact: bool, where: str) -> dict[str, Any] | None:
