@@ -1,4 +1,5 @@
-"""Write paths of the engine (engine/chunk_io.py) on sharded arrays: failed writes, errors."""
+"""Write paths of the engine (engine/chunk_io.py): failed writes and errors on sharded arrays,
+batches of small chunks."""
 
 import numpy as np
 import pytest
@@ -48,3 +49,30 @@ def test_a_corrupt_shard_index_names_the_shard(location, stored):
     with pytest.raises(CorruptDataError, match="^shard 'c/0': "):
         a[0:2]
     assert bytes(store.get("c/0")) == stored
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
+def test_many_small_chunks_written_in_parts_match_numpy(tmp_path, monkeypatch, zarr_format):
+    """Small chunks go to the store in one contiguous batch per thread (`replace_many`): whole
+    chunks, partial ones and chunks that become the fill value (deleted) all end up right."""
+    from zarrkit.engine import chunk_io
+    from zarrkit.engine.executor import concurrency
+
+    batches = []
+    real = chunk_io._write_inline
+    monkeypatch.setattr(chunk_io, "_write_inline", lambda arr, ps, value: (
+        batches.append(len(ps)), real(arr, ps, value)))
+    rng = np.random.default_rng(5)
+    expected = rng.standard_normal((300, 260)).astype("float32")
+    uncompressed = {"codecs": ["bytes"]} if zarr_format == 3 else {"compressor": None}
+    a = zarrkit.create(tmp_path / "a", shape=expected.shape, dtype="float32", chunks=(8, 8),
+                       zarr_format=zarr_format, fill_value=0, **uncompressed)
+    a[...] = expected
+    assert len(batches) == min(concurrency(), 39) and sum(batches) == 38 * 33
+    update = rng.standard_normal((150, 131)).astype("float32")
+    update[:64, :64] = 0  # whole chunks equal to the fill value: their keys are deleted
+    a[3:153, 5:136] = update
+    expected[3:153, 5:136] = update
+    np.testing.assert_array_equal(a[...], expected)
+    stored = sum(1 for k in a.store.list_prefix("") if k[-1].isdigit())
+    assert stored == 38 * 33 - 7 * 7  # chunks 1..7 x 1..7 lie inside the zeros

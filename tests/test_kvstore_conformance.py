@@ -231,6 +231,44 @@ def test_replace_waits_for_the_key_lock(store):
     assert bytes(store.get("k")) == b"new"
 
 
+def test_replace_many_stores_each_value_before_drawing_the_next(store):
+    store.set("d/1", b"old")
+    keys = ["d/0", "d/1", "d/2", "e/0"]
+    values = [b"zero", None, bytearray(b"two"), memoryview(b"e")]
+
+    def lazily():
+        for i, value in enumerate(values):
+            for done, expected in zip(keys[:i], values[:i], strict=True):
+                got = store.get(done)
+                assert (got is None if expected is None else bytes(got) == bytes(expected)), done
+            yield value
+    store.replace_many(keys, lazily())
+    assert sorted(store.list_prefix("")) == ["d/0", "d/2", "e/0"]
+    assert bytes(store.get("d/2")) == b"two" and bytes(store.get("e/0")) == b"e"
+
+
+def test_replace_many_checks_every_key_first(store):
+    with pytest.raises(InvalidKeyError):
+        store.replace_many(["a/0", "a/../b", "a/1"], [b"x", b"y", b"z"])
+    assert list(store.list_prefix("")) == []
+
+
+def test_replace_many_waits_for_each_key_lock(store):
+    done = threading.Event()
+
+    def other() -> None:
+        store.replace_many(["c/0", "c/1", "c/2"], [b"0", b"1", b"2"])
+        done.set()
+    with store.lock("c/1"):
+        t = threading.Thread(target=other)
+        t.start()
+        assert not done.wait(0.2)
+        assert store.get("c/1") is None
+    assert done.wait(10)
+    t.join()
+    assert [bytes(store.get(f"c/{i}")) for i in range(3)] == [b"0", b"1", b"2"]
+
+
 BAD_KEYS = ["", "/abs", "a/../b", "..", "../x", "./a", "a//b", "a/", "a\\b", "nul\x00", "C:/x"]
 
 
@@ -270,7 +308,7 @@ def test_read_only(factory, store):
     for write in (lambda: ro.set("a/b", b"new"), lambda: ro.set("new", b"x"),
                   lambda: ro.delete("a/b"), lambda: ro.delete_prefix(""),
                   lambda: ro.delete_prefix("a/"), lambda: ro.replace("a/b", b"new"),
-                  lambda: ro.replace("a/b", None)):
+                  lambda: ro.replace("a/b", None), lambda: ro.replace_many(["a/b"], [None])):
         with pytest.raises(ReadOnlyError):
             write()
     assert bytes(ro.get("a/b")) == b"data"

@@ -25,9 +25,12 @@ def store(root):
     return FileStore(root)
 
 
-@pytest.fixture(params=["set", "replace"])
+@pytest.fixture(params=["set", "replace", "replace_many"])
 def put(request, store):
-    """Each way a whole value is written: `set`, and `replace` (which also takes the lock)."""
+    """Each way a whole value is written: `set`, `replace` (which also takes the lock) and a
+    batch of one (`replace_many`: its own directory handling and range locks)."""
+    if request.param == "replace_many":
+        return lambda key, value: store.replace_many([key], [value])
     return getattr(store, request.param)
 
 
@@ -578,6 +581,114 @@ def test_lock_blocks_while_held(store):
         assert not entered.wait(0.2)
     assert entered.wait(10)
     t.join()
+
+
+def _lock_and_report(root: str, key: str, conn) -> None:
+    store = FileStore(root)
+    conn.send("trying")
+    with store.lock(key):
+        conn.send(time.monotonic())
+
+
+def _held_while_other_process_locks(store, root, key: str, hold) -> tuple[float, float]:
+    """(when `hold` stopped holding, when another process got `key`'s lock). `hold(wait)` holds
+    its locks, calls `wait()` (which returns once the other process is trying), then lets go."""
+    ctx = multiprocessing.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    proc = ctx.Process(target=_lock_and_report, args=(str(root), key, theirs))
+    proc.start()
+    try:
+        def wait() -> None:
+            assert ours.poll(60) and ours.recv() == "trying"
+            time.sleep(0.5)  # the other process is blocked on the lock (or got it) by now
+        released = hold(wait)
+        assert ours.poll(60)
+        return released, ours.recv()
+    finally:
+        proc.join(60)
+
+
+def _batch_holding_run(store, keys: list[str]):
+    def hold(wait) -> float:
+        stamps = []
+
+        def values():
+            for i, key in enumerate(keys):
+                if i == len(keys) - 1:
+                    wait()
+                    stamps.append(time.monotonic())
+                yield key.encode()
+        store.replace_many(keys, values())
+        return stamps[0]
+    return hold
+
+
+def test_replace_many_run_lock_excludes_other_processes(store, root):
+    keys = [f"c/0/{i}" for i in range(8)]
+    released, got = _held_while_other_process_locks(store, root, "c/0/5", _batch_holding_run(
+        store, keys))
+    assert got > released  # c/0/5 was locked by the batch while it wrote c/0/7
+    assert [store.get(k) for k in keys] == [k.encode() for k in keys]
+
+
+def test_replace_many_run_lock_covers_only_its_keys(store, root):
+    keys = [f"c/0/{i}" for i in range(8)]
+    released, got = _held_while_other_process_locks(store, root, "c/0/9", _batch_holding_run(
+        store, keys))
+    assert got < released
+
+
+def test_replace_many_keeps_a_neighbouring_lock_of_another_thread(store, root):
+    """A run's lock is one range of the process's lock description; releasing it must not
+    release a lock another thread of the process holds on the next byte."""
+    held, release = threading.Event(), threading.Event()
+
+    def other_thread() -> None:
+        with store.lock("c/0/8"):
+            held.set()
+            release.wait(60)
+    t = threading.Thread(target=other_thread)
+    t.start()
+    assert held.wait(10)
+    store.replace_many([f"c/0/{i}" for i in range(8)], [b"x"] * 8)
+
+    def hold(wait) -> float:
+        wait()
+        stamp = time.monotonic()
+        release.set()
+        t.join()
+        return stamp
+    released, got = _held_while_other_process_locks(store, root, "c/0/8", hold)
+    assert got > released
+
+
+def test_lock_runs_are_consecutive_chunk_keys():
+    from zarrkit.kvstore.file import _MAX_RUN, _lock_runs, _range_offset
+
+    assert _range_offset("c/0/5") + 1 == _range_offset("c/0/6")
+    assert len({_range_offset(k) for k in ["c/0/5", "c/1/5", "c/05", "c/0/05", "zarr.json"]}) == 5
+    keys = ["c/0/0", "c/0/1", "c/0/3", "c/1/0", "c/1/1", "a.0.1", "a.0.2", "x"]
+    assert [list(r) for r in _lock_runs(keys)] == [
+        ["c/0/0", "c/0/1"], ["c/0/3"], ["c/1/0", "c/1/1"], ["a.0.1", "a.0.2"], ["x"]]
+    many = [f"c/{i}" for i in range(2 * _MAX_RUN + 5)]
+    assert [len(r) for r in _lock_runs(many)] == [_MAX_RUN, _MAX_RUN, 5]
+
+
+def test_replace_many_writes_again_in_a_directory_removed_meanwhile(store, root):
+    def values():
+        yield b"0"
+        store.delete("d/0")  # empties and prunes d/, the directory the batch holds open
+        assert not (root / "d").exists()
+        yield b"1"
+    store.replace_many(["d/0", "d/1"], values())
+    assert store.get("d/0") is None and store.get("d/1") == b"1"
+
+
+def test_replace_many_needs_one_value_per_key(store):
+    with pytest.raises(ValueError, match="fewer values"):
+        store.replace_many(["a", "b"], [b"1"])
+    with pytest.raises(ValueError, match="more values"):
+        store.replace_many(["c"], [b"1", b"2"])
 
 
 def test_lock_refuses_bad_keys(store):

@@ -92,6 +92,9 @@ class SeparatorGuard(KvStore):
     def replace(self, key: str, value: Buffer | None) -> None:
         self.inner.replace(key, value)
 
+    def replace_many(self, keys: Sequence[str], values: Iterable[Buffer | None]) -> None:
+        self.inner.replace_many(keys, values)
+
     def delete(self, key: str) -> None:
         self.inner.delete(key)
 

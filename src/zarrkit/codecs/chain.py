@@ -41,7 +41,7 @@ class CodecChain:
     """The codecs of an array (or of a shard's inner chunks or index), bound to `spec`."""
 
     __slots__ = ("codecs", "array_array", "array_bytes", "bytes_bytes", "spec", "_encoded_size",
-                 "_aa_encode", "_ab_encode", "_bb_encode", "_bb_transient", "_aa_decode",
+                 "_aa_encode", "_ab_encode", "_ab_transient", "_bb_encode", "_bb_transient", "_aa_decode",
                  "_ab_decode", "_bb_decode", "_bb_into", "_transient_into", "_direct", "_prefix")
 
     codecs: tuple[Codec, ...]
@@ -86,6 +86,8 @@ class CodecChain:
         self._aa_decode = [partial(c.decode, spec=s) for c, s in zip(self.array_array, specs, strict=False)][::-1]
         self._ab_encode = partial(self.array_bytes.encode, spec=ab_spec)
         self._ab_decode = partial(self.array_bytes.decode, spec=ab_spec)
+        gather = getattr(self.array_bytes, "encode_transient", None)
+        self._ab_transient = self._ab_encode if gather is None else partial(gather, spec=ab_spec)
         self._bb_encode = [partial(c.encode, spec=ab_spec) for c in self.bytes_bytes]
         last = getattr(self.bytes_bytes[-1], "encode_transient", None) if self.bytes_bytes else None
         self._bb_transient = self._bb_encode if last is None else \
@@ -126,7 +128,7 @@ class CodecChain:
                              f"the codec chain's {self.spec.shape} {self.spec.dtype}")
         for encode in self._aa_encode:
             array = encode(array)
-        data = self._ab_encode(array)
+        data = (self._ab_transient if transient else self._ab_encode)(array)
         for encode_bytes in self._bb_transient if transient else self._bb_encode:
             data = encode_bytes(data)
         return data

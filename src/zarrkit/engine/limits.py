@@ -11,7 +11,7 @@ never the other way round, so the bounds cannot deadlock.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -104,3 +104,6 @@ class LimitedStore:
         # KvStore's: the key's lock first, then `set`/`delete` above take the slot, the order of
         # read-modify-writes (a slot held while waiting for a lock could deadlock with one).
         KvStore.replace(self, key, value)  # type: ignore[arg-type]
+
+    def replace_many(self, keys: Sequence[str], values: Iterable[Buffer | None]) -> None:
+        KvStore.replace_many(self, keys, values)  # type: ignore[arg-type]

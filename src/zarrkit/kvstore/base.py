@@ -243,6 +243,17 @@ class KvStore(ABC):
             else:
                 self.set(key, value)
 
+    def replace_many(self, keys: Sequence[str], values: Iterable[Buffer | None]) -> None:
+        """`replace` of each key with the matching item of `values`, which may be a generator
+        handing out transient buffers: each value is stored before the next is drawn. Every key
+        is checked before anything is stored. Stores override this to share work between keys
+        (the file store's directories and locks)."""
+        for key in keys:
+            self._check_writable(key)
+            validate_key(key)
+        for key, value in zip(keys, values, strict=True):
+            self.replace(key, value)
+
     def set_many(self, items: Iterable[tuple[str, Buffer]]) -> None:
         for key, value in items:
             self.set(key, value)

@@ -16,8 +16,9 @@ Key "a/b/c" is the file `<root>/a/b/c`. Design points:
   and listing use `realpath` (rare or already expensive operations). `exists` and `size` open
   with O_PATH where there is one: the same checks, without needing permission to read the value.
 * `lock(key)` / `lock_shared(key)` combine a per-key thread lock with a lock between processes:
-  on Linux an open-file-description lock on one byte (at a hash of the key) of the single file
-  `<root>/.zarrkit-locks/keys.lock`, so locking every chunk written creates no files; elsewhere
+  on Linux an open-file-description lock on one byte (at a hash of the key; consecutive bytes
+  for consecutive chunk numbers, so `replace_many` locks a run of chunks at once) of the single
+  file `<root>/.zarrkit-locks/keys.lock`, so locking every chunk written creates no files; elsewhere
   `fcntl.flock` on `<root>/.zarrkit-locks/<hash>.lock`. Lock files are never deleted (deleting
   them would let two processes lock different files for the same key). Processes coordinate
   only if they open the store at the same root directory.
@@ -40,7 +41,8 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -62,6 +64,7 @@ from .base import (
     ByteRange,
     GenerationMismatch,
     KvStore,
+    check_value,
     validate_key,
     validate_prefix,
 )
@@ -466,18 +469,57 @@ class FileStore(KvStore):
         rel = key.rpartition("/")[0]
         return self._open_in_root(rel, parent, _DIR_FLAGS, key, allow_root=True), parent, name
 
-    def _set(self, key: str, value: Buffer) -> None:
+    def replace_many(self, keys: Sequence[str], values: Iterable[Buffer | None]) -> None:
+        """`replace` of each key, holding the directory last written in open (consecutive chunk
+        keys mostly share theirs, and opening it with the escape checks costs half as much as
+        writing a small chunk), and locking each run of consecutive chunk keys with one call
+        (`_lock_runs`). A directory removed meanwhile is noticed by the file creation in it
+        failing, and opened again."""
+        for key in keys:
+            self._check_writable(key)
+            self._path(key)
+        values = iter(values)
+        held = _HeldDir()
+        try:
+            for run in _lock_runs(keys) if self.lock_whole_writes else [keys]:
+                with _KeyLock(self, run) if self.lock_whole_writes else nullcontext():
+                    for key in run:
+                        self._replace_held(key, next(values, held), held)
+            if next(values, held) is not held:
+                raise ValueError("replace_many: more values than keys")
+        finally:
+            held.close()
+
+    def _replace_held(self, key: str, value: Any, held: _HeldDir) -> None:
+        if value is held:  # `values` ran out
+            raise ValueError("replace_many: fewer values than keys")
+        if value is None:
+            self._delete(key)
+            return
+        if type(value) is not bytes:
+            check_value(key, value)
+        self._set(key, value, held)
+
+    def _set(self, key: str, value: Buffer, held: _HeldDir | None = None) -> None:
+        rel, _, name = key.rpartition("/")
         try:
             for _ in range(_WRITE_ATTEMPTS):
-                dir_fd, parent, name = self._open_parent(key)
+                dir_fd = None if held is None else held.take(rel)
                 if dir_fd is None:
-                    self._make_dirs(parent, key)
-                    continue
+                    dir_fd, parent, _ = self._open_parent(key)
+                    if dir_fd is None:
+                        self._make_dirs(parent, key)
+                        continue
+                written = False
                 try:
-                    if self._write_in(dir_fd, name, value):
-                        return
+                    written = self._write_in(dir_fd, name, value)
                 finally:
-                    os.close(dir_fd)
+                    if written and held is not None:
+                        held.keep(rel, dir_fd)
+                    else:
+                        os.close(dir_fd)
+                if written:
+                    return
         except StoreError:
             raise
         except OSError as exc:
@@ -588,13 +630,13 @@ class FileStore(KvStore):
         """An exclusive lock on `key` across threads and processes (not reentrant)."""
         self._check_writable(key)  # lock files are writes; read-only stores create nothing
         self._path(key)
-        return _KeyLock(self, key)
+        return _KeyLock(self, (key,))
 
     def lock_shared(self, key: str) -> _KeyLock:
         """A shared lock on `key` across threads and processes (excludes `lock(key)` only)."""
         self._check_writable(key)
         self._path(key)
-        return _KeyLock(self, key, shared=True)
+        return _KeyLock(self, (key,), shared=True)
 
     def _open_lock_file(self, key: str) -> int:
         name = _RANGE_LOCK_FILE if _OFD_SETLKW is not None else \
@@ -653,6 +695,31 @@ class FileStore(KvStore):
         return (_rebuild, (self.root, self.read_only, self.fsync))
 
 
+class _HeldDir:
+    """The one directory a batch of writes keeps open (a bounded cache: one descriptor)."""
+
+    __slots__ = ("rel", "fd")
+
+    def __init__(self) -> None:
+        self.rel, self.fd = "", -1
+
+    def take(self, rel: str) -> int | None:
+        """The descriptor of `rel` if it is the one held (the caller now owns it)."""
+        if self.fd < 0 or rel != self.rel:
+            return None
+        fd, self.fd = self.fd, -1
+        return fd
+
+    def keep(self, rel: str, fd: int) -> None:
+        self.close()
+        self.rel, self.fd = rel, fd
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+
 def _raise_unless_gone(exc: OSError) -> None:
     """fwalk's error handler: a directory removed meanwhile is fine; an unreadable one is not
     (silently skipping it would leave its temp files while reporting success)."""
@@ -673,17 +740,52 @@ def _unlink_if_older(name: str, dir_fd: int, cutoff: float) -> bool:
 
 
 def _range_offset(key: str) -> int:
-    # 62 bits of the key's hash: distinct keys practically never share a byte.
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") >> 2
+    """The byte of the range lock file that stands for `key`: 62 bits of a hash, except that
+    keys differing only in a trailing number below 2**20 (chunk keys of one directory or row)
+    get consecutive bytes, so that a run of them is locked with one call (`_lock_runs`)."""
+    stem = key.rstrip("0123456789")
+    digits = key[len(stem):]
+    if 0 < len(digits) <= 7 and (digits == "0" or digits[0] != "0") and int(digits) < 1 << 20:
+        return _hash62(stem) >> 20 << 20 | int(digits)
+    return _hash62(key)
 
 
-def _lock_descriptor(fd: int, offset: int, shared: bool) -> None:
-    """Block until this descriptor holds the lock (`offset`: its byte, without flock)."""
+def _hash62(text: str) -> int:
+    # Distinct keys practically never share a byte.
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 2
+
+
+#: The most keys one range lock of a batch holds: the others wait for the batch at most this long.
+_MAX_RUN = 256
+
+
+def _lock_runs(keys: Sequence[str]) -> list[Sequence[str]]:
+    """`keys` cut into runs whose lock bytes are consecutive and ascending, so that each run is
+    one range lock. Runs are taken one at a time and always in ascending order within a run,
+    which cannot deadlock with single-key holders or other batches."""
+    if _OFD_SETLKW is None:
+        return [(key,) for key in keys]
+    runs: list[Sequence[str]] = []
+    start, previous = 0, -2
+    for i, key in enumerate(keys):
+        offset = _range_offset(key)
+        if offset != previous + 1 or i - start == _MAX_RUN:
+            if i > start:
+                runs.append(keys[start:i])
+            start = i
+        previous = offset
+    if len(keys) > start:
+        runs.append(keys[start:])
+    return runs
+
+
+def _lock_descriptor(fd: int, offset: int, shared: bool, count: int = 1) -> None:
+    """Block until this descriptor holds the lock (`offset`, `count`: its bytes, without flock)."""
     if _OFD_SETLKW is None:
         fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         return
     kind = fcntl.F_RDLCK if shared else fcntl.F_WRLCK
-    fcntl.fcntl(fd, _OFD_SETLKW, _FLOCK.pack(kind, os.SEEK_SET, offset, 1, 0))
+    fcntl.fcntl(fd, _OFD_SETLKW, _FLOCK.pack(kind, os.SEEK_SET, offset, count, 0))
 
 
 def _close_in(fd: int, pid: int) -> None:
@@ -754,27 +856,36 @@ class _ProcessLockFile:
 
 
 class _KeyLock:
-    """Holds the per-key thread lock, then the key's lock between processes."""
+    """Holds the per-key thread locks of `keys`, then their lock between processes. Several
+    keys (a run from `_lock_runs`, exclusive only) have consecutive bytes: one range lock."""
 
-    def __init__(self, store: FileStore, key: str, shared: bool = False) -> None:
+    def __init__(self, store: FileStore, keys: Sequence[str], shared: bool = False) -> None:
         self._store = store
-        self._key = key
+        self._key = keys[0]
         self._shared = shared
-        self._thread_lock: Any = (KvStore.lock_shared if shared else KvStore.lock)(store, key)
+        lock = KvStore.lock_shared if shared else KvStore.lock
+        self._thread_locks: list[Any] = [lock(store, key) for key in keys]
         self._fd = -1
         self._pid = 0  # the process that took the lock
         # Shared locks (and flock) need a description of their own; see _ProcessLockFile.
         self._own_fd = shared or _OFD_SETLKW is None
-        self._offset = 0 if _OFD_SETLKW is None else _range_offset(key)
+        self._offset = 0 if _OFD_SETLKW is None else _range_offset(self._key)
 
     def __enter__(self) -> _KeyLock:
-        self._thread_lock.acquire()
+        taken = 0
         try:
+            for lock in self._thread_locks:
+                lock.acquire()
+                taken += 1
             self._fd, self._pid = self._lock(), os.getpid()
         except BaseException:
-            self._thread_lock.release()
+            self._release_threads(taken)
             raise
         return self
+
+    def _release_threads(self, count: int) -> None:
+        for lock in reversed(self._thread_locks[:count]):
+            lock.release()
 
     def _lock(self) -> int:
         store = self._store
@@ -782,7 +893,7 @@ class _KeyLock:
         if self._own_fd:
             _OWN_LOCK_FDS.add(fd)
         try:
-            _lock_descriptor(fd, self._offset, self._shared)
+            _lock_descriptor(fd, self._offset, self._shared, len(self._thread_locks))
         except BaseException as exc:
             if self._own_fd:
                 _OWN_LOCK_FDS.discard(fd)
@@ -801,7 +912,7 @@ class _KeyLock:
                 _OWN_LOCK_FDS.discard(fd)
                 os.close(fd)  # closing the only descriptor releases the lock
             else:
-                fcntl.fcntl(fd, fcntl.F_OFD_SETLK,
-                            _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, self._offset, 1, 0))
+                fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _FLOCK.pack(
+                    fcntl.F_UNLCK, os.SEEK_SET, self._offset, len(self._thread_locks), 0))
         finally:
-            self._thread_lock.release()
+            self._release_threads(len(self._thread_locks))
