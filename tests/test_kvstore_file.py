@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import pickle
@@ -10,6 +11,7 @@ import threading
 import time
 
 import pytest
+from _forked import in_child
 
 from zarrkit.errors import InvalidKeyError, ReadOnlyError, SpecError, StoreError
 from zarrkit.kvstore import ByteRange, FileStore
@@ -682,6 +684,26 @@ def test_replace_many_writes_again_in_a_directory_removed_meanwhile(store, root)
         yield b"1"
     store.replace_many(["d/0", "d/1"], values())
     assert store.get("d/0") is None and store.get("d/1") == b"1"
+
+
+def test_a_dead_writers_temp_file_of_the_same_name_is_left_alone(store, root, monkeypatch):
+    """Temp names are a per-process random tag and a counter: one a dead writer left behind
+    under the very same name makes the next write draw another tag, not fail."""
+    from zarrkit.kvstore import file
+
+    store.set("d/k", b"old")
+    monkeypatch.setattr(file, "_TEMP_COUNT", itertools.count(7))
+    stale = root / "d" / file._temp_name("k")
+    stale.write_bytes(b"dead writer")
+    monkeypatch.setattr(file, "_TEMP_COUNT", itertools.count(7))
+    store.set("d/k", b"new")
+    assert store.get("d/k") == b"new" and stale.read_bytes() == b"dead writer"
+
+
+def test_a_forked_child_draws_its_own_temp_tag():
+    from zarrkit.kvstore import file
+
+    assert in_child(lambda: file._TEMP_TAG[0]) != file._TEMP_TAG[0]
 
 
 def test_replace_many_needs_one_value_per_key(store):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import itertools
 import os
 import re
 import stat
@@ -109,7 +110,18 @@ def _temp_name(name: str) -> str:
     head = name[:64]
     if not head.isascii():
         head = head.encode()[:64].decode(errors="ignore")
-    return f".{head}.{os.urandom(8).hex()}{_TEMP_SUFFIX}"
+    return f".{head}.{_TEMP_TAG[0]}{next(_TEMP_COUNT) & 0xFFFFFFFF:08x}{_TEMP_SUFFIX}"
+
+
+def _new_temp_tag() -> None:
+    """32 random bits per process (drawn again in a forked child) and a counter make temp names
+    unique without a getrandom call per write."""
+    _TEMP_TAG[0] = os.urandom(4).hex()
+
+
+_TEMP_TAG = [""]
+_TEMP_COUNT = itertools.count()
+_new_temp_tag()
 
 
 def _write_all(fd: int, value: Buffer) -> None:
@@ -536,11 +548,17 @@ class FileStore(KvStore):
 
     def _write_in(self, dir_fd: int, name: str, value: Buffer) -> bool:
         """Atomically replace `name` in the open directory; False if the directory vanished."""
-        temp = _temp_name(name)
-        try:
-            fd = os.open(temp, _TEMP_FLAGS, 0o666, dir_fd=dir_fd)
-        except FileNotFoundError:
-            return False  # the directory was removed after we opened it
+        for attempt in range(8):
+            temp = _temp_name(name)
+            try:
+                fd = os.open(temp, _TEMP_FLAGS, 0o666, dir_fd=dir_fd)
+                break
+            except FileNotFoundError:
+                return False  # the directory was removed after we opened it
+            except FileExistsError:
+                if attempt == 7:
+                    raise
+                _new_temp_tag()  # a dead writer's temp file of the same name: draw another
         try:
             try:
                 _write_all(fd, value)
@@ -800,6 +818,7 @@ _OWN_LOCK_FDS: set[int] = set()
 
 
 def _after_fork_in_child() -> None:
+    _new_temp_tag()
     for fd in list(_OWN_LOCK_FDS):
         _close_quietly(fd)
     _OWN_LOCK_FDS.clear()
