@@ -76,3 +76,21 @@ def test_many_small_chunks_written_in_parts_match_numpy(tmp_path, monkeypatch, z
     np.testing.assert_array_equal(a[...], expected)
     stored = sum(1 for k in a.store.list_prefix("") if k[-1].isdigit())
     assert stored == 38 * 33 - 7 * 7  # chunks 1..7 x 1..7 lie inside the zeros
+
+
+@pytest.mark.parametrize("dtype, good, bad", [(str, "y", b"y"), (bytes, b"y", "y")])
+def test_a_bad_v2_vlen_value_fails_the_whole_write_before_any_chunk_is_stored(dtype, good, bad):
+    """numcodecs checks v2 vlen values only while encoding each chunk: the chunks before a bad
+    value were stored, the write half applied. Now all are checked first, as numcodecs would
+    take them (exact str/bytes, and None or 0 for an empty value)."""
+    a = zarrkit.create(MemoryStore(), shape=(8,), dtype=dtype, chunks=(2,), zarr_format=2)
+    old = np.array(["x" if dtype is str else b"x"] * 8, dtype=object)
+    a[...] = old
+    value = np.array([good] * 8, dtype=object)
+    value[7] = bad
+    with pytest.raises(CodecError, match=r"cannot store .* at 7 of the values written"):
+        a[...] = value
+    assert a[...].tolist() == old.tolist()
+    value[6:] = [None, 0]
+    a[...] = value
+    assert a[...].tolist() == [good] * 6 + [good[:0]] * 2

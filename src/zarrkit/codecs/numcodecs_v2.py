@@ -66,6 +66,19 @@ def _buffer_view(array: np.ndarray) -> np.ndarray:
     return array.reshape(-1).view(f"u{width}")
 
 
+_VLEN_TYPES: dict[str, type] = {"vlen-utf8": str, "vlen-bytes": bytes}
+
+
+def _is_zero(value: Any) -> bool:
+    """numcodecs' vlen codecs store a value equal to 0 as empty."""
+    if isinstance(value, str | bytes):
+        return False
+    try:
+        return bool(value == 0)
+    except Exception:  # noqa: BLE001 - any comparison failure means "not zero"
+        return False
+
+
 class V2ChunkCodec(ArrayBytesCodec):
     """Elements in `stored` byte order -> filters -> compressor (the v2 spec's "Chunks")."""
 
@@ -116,6 +129,22 @@ class V2ChunkCodec(ArrayBytesCodec):
         if isinstance(data, bytes | bytearray):
             return data
         return memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+
+    def check_values(self, values: np.ndarray, what: str = "a chunk") -> None:
+        """Raise CodecError naming the first element of `values` (`what`) that the object codec
+        (vlen-utf8 or vlen-bytes, first among the filters) would refuse, so that a write fails
+        before any chunk is stored. As numcodecs: exact str (bytes) values, and None or values
+        equal to 0 for empty ones."""
+        wanted = _VLEN_TYPES.get(self.filter_json[0]["id"]) if self.filter_json else None
+        if wanted is None:
+            return
+        for i, value in enumerate(values.reshape(-1).tolist()):
+            if type(value) is wanted or value is None or _is_zero(value):
+                continue
+            where = np.unravel_index(i, values.shape) if values.ndim > 1 else i
+            raise CodecError(f"{self._prefix}filter {self.filter_json[0]['id']!r} cannot store "
+                             f"{value!r} ({type(value).__name__}) at {where} of {what}: it "
+                             f"stores {wanted.__name__} values (None for empty ones)")
 
     def _encode(self, codec: Numcodec, config: dict[str, Any], data: Any) -> Any:
         """`codec.encode`, its library's errors as CodecError: numcodecs checks some settings
