@@ -567,7 +567,7 @@ def _write_small(arr: ChunkedArray, projections: list[ChunkProjection],
                  value: np.ndarray) -> None:
     """Small chunks: each thread writes one contiguous part of the list (one batch of the
     store's), not chunk by chunk from the pool, whose hand-offs cost more than the chunks. Two
-    parts overlap their file creation in the kernel: 4096 chunks of 16 KiB took 0.4-0.6x the
+    parts overlap their file creation in the kernel: 4096 chunks of 16 KiB took 0.5-0.75x the
     time of one thread when creating files was slow (after many files were written or deleted,
     as in the benchmark), and up to 1.3x when it was fast (the GIL hand-offs then dominate)."""
     parts = max(1, min(concurrency(), len(projections) // MIN_SMALL_PART))
