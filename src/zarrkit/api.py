@@ -10,8 +10,8 @@ from . import formats, storage
 from .array import Array
 from .creation import check_existing, create_array_at
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
-from .group import Group, create_group_at, open_node
-from .kvstore import open_kvstore
+from .group import Group, create_group_at, finished_node, open_node
+from .kvstore import KvStore, open_kvstore
 from .metadata.names import normalize_path
 
 _MODES = ("r", "r+", "a", "w", "w-")
@@ -211,13 +211,22 @@ def empty(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
 
 def load(where: Any, path: str | None = None) -> np.ndarray:
     node = open(where, "r", path=path)
-    if not isinstance(node, Array):
-        raise NodeTypeError(f"{node.name} is a group; load reads arrays")
-    return node[...]
+    try:
+        if not isinstance(node, Array):
+            raise NodeTypeError(f"{node.name} is a group; load reads arrays")
+        return node[...]
+    finally:
+        if not isinstance(where, KvStore):
+            node.store.close()  # opened here: a zip archive's descriptor
 
 
 def save(where: Any, data: Any, **kwargs: Any) -> Array:
-    return array(data, where, overwrite=True, **kwargs)
+    """`array(data, where, overwrite=True)`; a store opened here from a path is closed when done
+    (finishing a zip archive) and the array returned is then opened again read-only."""
+    node = finished_node(array(data, where, overwrite=True, **kwargs), where,
+                         storage_options=kwargs.get("storage_options"))
+    assert isinstance(node, Array)
+    return node
 
 
 __all__ = ["open", "open_array", "open_group", "group", "create", "array", "full", "zeros",

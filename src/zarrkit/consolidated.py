@@ -14,7 +14,7 @@ from typing import Any
 from . import formats, storage
 from .engine.executor import ensure_concurrency, io_width, run_all
 from .errors import NodeTypeError
-from .group import Group, open_node
+from .group import Group, finished_node, open_node
 from .kvstore import open_kvstore
 from .kvstore.base import KvStore
 from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER, v2_document, v3_member
@@ -55,7 +55,9 @@ def _v3_doc(metadata: Any) -> dict[str, Any]:
 
 
 def consolidate_metadata(where: Any, *, path: str | None = None) -> Group:
-    """Record the metadata of every node below the group at `where` (written or refreshed)."""
+    """Record the metadata of every node below the group at `where` (written or refreshed).
+    A store opened here from a path (a zip archive) is closed when done; the group returned is
+    then opened again read-only."""
     store, base = open_kvstore(where, read_only=False)
     root = normalize_path(storage.join(base, normalize_path(path)) if path else base)
     metadata = storage.read_node(store, root)
@@ -73,6 +75,6 @@ def consolidate_metadata(where: Any, *, path: str | None = None) -> Group:
         member = v3_member({rel: _v3_doc(md) for rel, md in nodes.items()})
         updated = metadata.evolve(extra={**metadata.extra, V3_MEMBER: member})
         storage.write_metadata(store, root, updated)
-    node = open_node(store, root, zarr_format=fmt)
+    node = finished_node(open_node(store, root, zarr_format=fmt), where)
     assert isinstance(node, Group)
     return node

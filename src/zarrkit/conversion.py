@@ -25,8 +25,8 @@ from .array import Array
 from .creation import build_array_document, create_array_from_metadata
 from .creation_v2 import build_v2_metadata
 from .errors import NodeExistsError, NodeNotFoundError, SpecError, ZarrkitError
-from .group import Group, create_group_at, open_node
-from .kvstore import open_kvstore
+from .group import Group, create_group_at, finished_node, open_node
+from .kvstore import KvStore, open_kvstore
 from .metadata.json import json_dumps
 from .metadata.names import normalize_path
 from .metadata.upgrade import v2_compressor, v3_codecs, v3_data_type, v3_from_v2
@@ -176,27 +176,34 @@ def convert(src: Any, dst: Any, *, zarr_format: int = 3, chunks: Any = None,
     `chunks`, `shards` and `codecs` (a v3 codec list; the inner chain when sharded) apply to
     every array; by default arrays keep their chunk shape and the compressor when v3 has it.
     Values are copied exactly (fill values, NaN payloads, byte order). `progress`: True for a
-    progress bar on stderr, False, or a callable(done, total, label).
+    progress bar on stderr, False, or a callable(done, total, label). Stores opened here from
+    paths are closed when done (finishing a zip archive); the copy returned is then opened again
+    read-only.
     """
     if zarr_format not in (2, 3):
         raise SpecError(f"convert: zarr_format must be 2 or 3, got {zarr_format!r}")
     if isinstance(codecs, str | dict):  # would be iterated as characters or keys
         raise SpecError(f"convert: codecs must be a list of v3 codecs, got {codecs!r}")
     source = _open_source(src, "convert", mode="r")
-    store, root = open_kvstore(dst, read_only=False)
-    root = normalize_path(root)
-    _refuse_same_place(source, store, root)
-    planned = _plan_nodes(list(walk(source)), root, zarr_format, chunks, shards, codecs)
-    if storage.node_exists(store, root):
-        if not overwrite:
-            raise NodeExistsError(f"convert: {dst!r} already holds a node (overwrite=True "
-                                  "replaces it)")
-        storage.delete_node(store, root)  # only now: a refusal above must keep the old node
     try:
-        return _convert_nodes(planned, store, root, zarr_format, progress)
-    except ZarrkitError as e:
-        raise type(e)(f"convert: stopped part-way, so {dst!r} holds an incomplete copy (delete "
-                      f"it, or convert again with overwrite=True): {e}") from e
+        store, root = open_kvstore(dst, read_only=False)
+        root = normalize_path(root)
+        _refuse_same_place(source, store, root)
+        planned = _plan_nodes(list(walk(source)), root, zarr_format, chunks, shards, codecs)
+        if storage.node_exists(store, root):
+            if not overwrite:
+                raise NodeExistsError(f"convert: {dst!r} already holds a node (overwrite=True "
+                                      "replaces it)")
+            storage.delete_node(store, root)  # only now: a refusal above must keep the old node
+        try:
+            copied = _convert_nodes(planned, store, root, zarr_format, progress)
+        except ZarrkitError as e:
+            raise type(e)(f"convert: stopped part-way, so {dst!r} holds an incomplete copy "
+                          f"(delete it, or convert again with overwrite=True): {e}") from e
+        return finished_node(copied, dst)
+    finally:
+        if not isinstance(src, KvStore):
+            source.store.close()  # opened here (read-only): a zip archive's descriptor
 
 
 def _convert_nodes(planned: list[tuple[str, Array | Group, Any]], store: Any, root: str,
@@ -276,7 +283,7 @@ def upgrade_metadata(where: Any, *, path: str | None = None, keep_v2_metadata: b
     root = _open_source(where, "upgrade_metadata", mode="r+", path=path,
                         use_consolidated=False)
     if root.zarr_format == 3:
-        return root
+        return finished_node(root, where)
     nodes = [node for _, node in walk(root)]
     docs = [(node.path, _v3_document(node)) for node in nodes]
     callback, finish = make_callback(progress)
@@ -293,4 +300,4 @@ def upgrade_metadata(where: Any, *, path: str | None = None, keep_v2_metadata: b
             store.delete_many([k for k in old if store.exists(k)])
     finally:
         finish()
-    return open_node(store, root.path, zarr_format=3)
+    return finished_node(open_node(store, root.path, zarr_format=3), where)

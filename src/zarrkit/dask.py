@@ -16,6 +16,7 @@ import numpy as np
 
 from .array import Array
 from .errors import SpecError
+from .group import finished_node
 
 #: Default bytes per dask block when reading: big enough to amortise task overhead, small
 #: enough that a few blocks per worker fit in memory.
@@ -111,4 +112,4 @@ def from_dask(darr: Any, where: Any = None, *, path: str | None = None, chunks: 
     if any(any(b % g for b in blocks[:-1]) for blocks, g in zip(darr.chunks, grid, strict=True)):
         darr = darr.rechunk(aligned_chunks(darr, grid))
     stored = da.store(darr, array, lock=False, compute=compute)
-    return array if compute else stored
+    return finished_node(array, where, storage_options=storage_options) if compute else stored

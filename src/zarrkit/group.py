@@ -17,6 +17,7 @@ from .errors import (
     NodeNotFoundError,
     ReadOnlyError,
 )
+from .kvstore import finish_opened
 from .kvstore.base import KvStore
 from .metadata.consolidated import ConsolidatedView
 from .metadata.names import normalize_path, validate_node_name
@@ -210,6 +211,17 @@ def open_node(store: KvStore, path: str, *, read_only: bool = False,
     group = Group(store, path, metadata, read_only=read_only)
     group._consolidated = found.consolidated
     return group
+
+
+def finished_node(node: Array | Group, where: Any, **open_options: Any) -> Array | Group:
+    """`node` after a one-shot operation (convert, save, consolidate_metadata, ...) that opened
+    its store from `where` itself: the store closed, which finishes a zip archive (left open,
+    the operation's changes would be lost), and the node opened again read-only if closing
+    ended the store's use."""
+    store = finish_opened(node.store, where, **open_options)
+    if store is node.store:
+        return node
+    return open_node(store, node.path, read_only=True, zarr_format=node.zarr_format)
 
 
 def create_group_at(store: KvStore, path: str, *, attributes: dict[str, Any] | None = None,

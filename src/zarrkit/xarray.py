@@ -19,7 +19,7 @@ from .array import Array
 from .consolidated import consolidate_metadata
 from .creation import build_metadata, create_array_from_metadata
 from .errors import SpecError, ZarrkitError
-from .group import Group
+from .group import Group, finished_node
 from .kvstore import open_kvstore
 from .metadata.json import storable_attributes
 from .metadata.names import normalize_path, validate_node_name
@@ -200,7 +200,7 @@ def to_zarr(data: Any, where: Any = None, *, group: str | None = None, mode: str
         import dask
 
         return dask.delayed(pending)
-    return root
+    return finished_node(root, where, storage_options=storage_options)
 
 
 def _tree_items(tree: Any) -> list[tuple[str, Any]]:

@@ -9,6 +9,7 @@ from .object_store import ObjectStore
 from .url import (
     KvStoreDriver,
     OpenOptions,
+    finish_opened,
     get_kvstore_driver,
     kvstore_spec,
     kvstore_spec_to_url,
@@ -30,6 +31,7 @@ __all__ = [
     "ObjectStore",
     "OpenOptions",
     "ZipStore",
+    "finish_opened",
     "get_kvstore_driver",
     "kvstore_spec",
     "kvstore_spec_to_url",

@@ -365,3 +365,18 @@ def open_kvstore(
     spec = normalize_kvstore_spec(where)
     store, path = get_kvstore_driver(spec["driver"]).open(spec, options)
     return store, path
+
+
+def finish_opened(store: KvStore, where: Any, *,
+                  storage_options: Mapping[str, Any] | None = None) -> KvStore:
+    """After a one-shot operation (convert, save, ...) that opened `store` from `where` itself
+    (a path, URL or spec, not a store object): close it, which finishes a zip archive (left
+    open, its changes would be lost), and return a store to read the result from: `store`
+    when closing ended nothing, else `where` opened again read-only."""
+    if isinstance(where, KvStore):
+        return store
+    store.close()
+    if not isinstance(store, ZipStore):  # the others stay usable after close()
+        return store
+    return open_kvstore(where, read_only=True, storage_options=storage_options)[0]
+

@@ -1,0 +1,120 @@
+"""One-shot operations given a zip archive's path finish it: a ZipStore only writes its archive
+on close(), so `convert`, `save`, `consolidate_metadata`, ... that opened one themselves and
+left it open lost all their work (with a ResourceWarning that Python hides by default)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import zarrkit
+from zarrkit.kvstore import ZipStore
+
+
+@pytest.fixture
+def no_open_writers():
+    """Fails the test if a ZipStore written to is collected unclosed."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        yield
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+def _written(path) -> None:
+    """The archive exists and nothing is left beside it (no unfinished temp archive)."""
+    assert os.path.isfile(path)
+    assert not [n for n in os.listdir(os.path.dirname(path)) if n.endswith(".partial")]
+
+
+def _group_with_array(path) -> None:
+    with ZipStore(str(path), mode="w") as store:
+        zarrkit.open_group(store, mode="w").create_array("a", shape=(3,), dtype="i4")[...] = 7
+
+
+def test_convert_to_a_zip_path(tmp_path, no_open_writers):
+    src = zarrkit.create(tmp_path / "src.zarr", shape=(4,), dtype="i4", zarr_format=2)
+    src[...] = [1, 2, 3, 4]
+    copy = zarrkit.convert(tmp_path / "src.zarr", str(tmp_path / "dst.zip"), progress=False)
+    assert copy.read_only and copy[...].tolist() == [1, 2, 3, 4]
+    _written(tmp_path / "dst.zip")
+    assert zarrkit.load(str(tmp_path / "dst.zip")).tolist() == [1, 2, 3, 4]
+
+
+def test_convert_from_a_zip_path_closes_it(tmp_path, no_open_writers):
+    _group_with_array(tmp_path / "src.zip")
+    before = _descriptors_of(tmp_path / "src.zip")
+    zarrkit.convert(str(tmp_path / "src.zip"), tmp_path / "dst.zarr", progress=False)
+    assert _descriptors_of(tmp_path / "src.zip") == before
+    assert zarrkit.load(tmp_path / "dst.zarr", path="a").tolist() == [7, 7, 7]
+
+
+def test_consolidate_metadata_of_a_zip_path(tmp_path, no_open_writers):
+    _group_with_array(tmp_path / "g.zip")
+    group = zarrkit.consolidate_metadata(str(tmp_path / "g.zip"))
+    assert group.read_only and "consolidated_metadata" in group.metadata
+    _written(tmp_path / "g.zip")
+    reopened = zarrkit.open_group(str(tmp_path / "g.zip"), mode="r")
+    assert "consolidated_metadata" in reopened.metadata
+    reopened.store.close()
+
+
+def test_upgrade_metadata_of_a_zip_path(tmp_path, no_open_writers):
+    with ZipStore(str(tmp_path / "v2.zip"), mode="w") as store:
+        a = zarrkit.create(store, shape=(3,), dtype="i4", zarr_format=2, compressor=None)
+        a[...] = [5, 6, 7]
+    upgraded = zarrkit.upgrade_metadata(str(tmp_path / "v2.zip"))
+    assert upgraded.zarr_format == 3 and upgraded.read_only
+    reopened = zarrkit.open(str(tmp_path / "v2.zip"), mode="r")
+    assert reopened.zarr_format == 3 and reopened[...].tolist() == [5, 6, 7]
+    reopened.store.close()
+    assert zarrkit.upgrade_metadata(str(tmp_path / "v2.zip")).zarr_format == 3  # nothing to do
+
+
+def test_save_and_load_a_zip_path(tmp_path, no_open_writers):
+    saved = zarrkit.save(str(tmp_path / "s.zip"), np.arange(5))
+    assert saved.read_only and saved[...].tolist() == list(range(5))
+    _written(tmp_path / "s.zip")
+    before = _descriptors_of(tmp_path / "s.zip")
+    assert zarrkit.load(str(tmp_path / "s.zip")).tolist() == list(range(5))
+    assert _descriptors_of(tmp_path / "s.zip") == before
+
+
+def test_a_store_object_is_left_open(tmp_path, no_open_writers):
+    """The caller's own store stays theirs to close (and to write on)."""
+    with ZipStore(str(tmp_path / "own.zip"), mode="w") as store:
+        saved = zarrkit.save(store, np.arange(3))
+        assert not saved.read_only
+        saved[0] = 9
+    assert zarrkit.load(str(tmp_path / "own.zip")).tolist() == [9, 1, 2]
+
+
+def test_from_dask_and_to_zarr_to_a_zip_path(tmp_path, no_open_writers):
+    da = pytest.importorskip("dask.array")
+    xr = pytest.importorskip("xarray")
+    from zarrkit.dask import from_dask
+    from zarrkit.xarray import to_zarr
+
+    written = from_dask(da.arange(10, chunks=5), str(tmp_path / "d.zip"))
+    assert written.read_only and written[...].tolist() == list(range(10))
+    root = to_zarr(xr.Dataset({"v": ("x", np.arange(4.0))}), str(tmp_path / "x.zip"))
+    assert root.read_only
+    _written(tmp_path / "d.zip")
+    _written(tmp_path / "x.zip")
+    assert zarrkit.load(str(tmp_path / "x.zip"), path="v").tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def _descriptors_of(path) -> int:
+    """How many of this process's descriptors are open on `path`."""
+    target = os.path.realpath(path)
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}") == target
+        except OSError:
+            pass
+    return count
