@@ -23,7 +23,7 @@ from .cli_tools import (
 )
 from .describe import summary
 from .errors import ZarrkitError
-from .group import Group
+from .group import Group, finished_node
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -39,6 +39,7 @@ def _demo(args: argparse.Namespace) -> int:
                    dimension_names=["y", "x"], attributes={"description": "zarrkit demo"})
     t0 = time.perf_counter()
     a[...] = data
+    a = finished_node(a, where)  # a zip archive is written when its store is closed
     t1 = time.perf_counter()
     region = api.open(where, mode="r")[1000:1300, 2000:2300]
     t2 = time.perf_counter()
