@@ -94,3 +94,18 @@ def test_a_bad_v2_vlen_value_fails_the_whole_write_before_any_chunk_is_stored(dt
     value[6:] = [None, 0]
     a[...] = value
     assert a[...].tolist() == [good] * 6 + [good[:0]] * 2
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
+@pytest.mark.parametrize("dtype, scalar", [(str, np.str_), (bytes, np.bytes_)])
+def test_numpy_string_scalars_are_stored_as_plain_values(zarr_format, dtype, scalar):
+    """numpy's str_/bytes_ (what indexing a U/S array gives) are str/bytes; numcodecs takes only
+    the exact types and raised TypeError part-way through the write."""
+    a = zarrkit.create(MemoryStore(), shape=(4,), dtype=dtype, chunks=(2,),
+                       zarr_format=zarr_format)
+    a[...] = np.array([scalar("a"), "b", scalar("c"), "d"] if dtype is str else
+                      [scalar(b"a"), b"b", scalar(b"c"), b"d"], dtype=object)
+    a[3] = scalar("q" if dtype is str else b"q")
+    got = a[...].tolist()
+    assert got == (["a", "b", "c", "q"] if dtype is str else [b"a", b"b", b"c", b"q"])
+    assert {type(v) for v in got} == {dtype}

@@ -24,6 +24,7 @@ from numcodecs.compat import ensure_contiguous_ndarray_like
 
 from ..errors import CodecError, CorruptDataError
 from .base import ArrayBytesCodec, Buffer, ChunkSpec
+from .vlen import exact_values
 
 #: Codecs that turn object arrays into bytes (and back); object arrays need one of them.
 OBJECT_CODECS = frozenset({"vlen-utf8", "vlen-bytes", "vlen-array", "json2", "msgpack2",
@@ -117,6 +118,8 @@ class V2ChunkCodec(ArrayBytesCodec):
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
         if self.filters:  # some filters (bitround, ...) work in place: never on the caller's data
             data: Any = np.array(array, dtype=self.stored, order="C")
+            if self._vlen_type() is not None:  # numpy's str_/bytes_ as plain str/bytes
+                data = exact_values(data.reshape(-1), self._vlen_type()).reshape(data.shape)
         else:
             data = _buffer_view(np.ascontiguousarray(array, dtype=self.stored))
         for codec, config in zip(self.filters, self.filter_json, strict=True):
@@ -133,18 +136,24 @@ class V2ChunkCodec(ArrayBytesCodec):
     def check_values(self, values: np.ndarray, what: str = "a chunk") -> None:
         """Raise CodecError naming the first element of `values` (`what`) that the object codec
         (vlen-utf8 or vlen-bytes, first among the filters) would refuse, so that a write fails
-        before any chunk is stored. As numcodecs: exact str (bytes) values, and None or values
-        equal to 0 for empty ones."""
-        wanted = _VLEN_TYPES.get(self.filter_json[0]["id"]) if self.filter_json else None
-        if wanted is None:
+        before any chunk is stored. As numcodecs: str (bytes) values, and None or values equal
+        to 0 for empty ones."""
+        wanted = self._vlen_type()
+        items = values.reshape(-1).tolist()
+        if wanted is None or all(issubclass(t, wanted) or t is type(None)
+                                 for t in set(map(type, items))):  # one pass in C
             return
-        for i, value in enumerate(values.reshape(-1).tolist()):
-            if type(value) is wanted or value is None or _is_zero(value):
+        for i, value in enumerate(items):
+            if isinstance(value, wanted) or value is None or _is_zero(value):
                 continue
             where = np.unravel_index(i, values.shape) if values.ndim > 1 else i
             raise CodecError(f"{self._prefix}filter {self.filter_json[0]['id']!r} cannot store "
                              f"{value!r} ({type(value).__name__}) at {where} of {what}: it "
                              f"stores {wanted.__name__} values (None for empty ones)")
+
+    def _vlen_type(self) -> type | None:
+        """str or bytes when the object codec is vlen-utf8 or vlen-bytes."""
+        return _VLEN_TYPES.get(self.filter_json[0]["id"]) if self.filter_json else None
 
     def _encode(self, codec: Numcodec, config: dict[str, Any], data: Any) -> Any:
         """`codec.encode`, its library's errors as CodecError: numcodecs checks some settings

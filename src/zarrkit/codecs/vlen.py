@@ -46,9 +46,11 @@ class _VLenCodec(ArrayBytesCodec):
     def check_values(self, values: np.ndarray, what: str = "a chunk") -> None:
         """Raise CodecError naming the first element of `values` (`what`) that is not of
         `value_type`."""
-        flat = values.reshape(-1)
+        items = values.reshape(-1).tolist()
         wanted = self.value_type
-        for i, value in enumerate(flat.tolist()):
+        if all(issubclass(t, wanted) for t in set(map(type, items))):  # one pass in C
+            return
+        for i, value in enumerate(items):
             if not isinstance(value, wanted):
                 where = np.unravel_index(i, values.shape) if values.ndim > 1 else i
                 raise CodecError(
@@ -59,6 +61,7 @@ class _VLenCodec(ArrayBytesCodec):
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
         values = np.asarray(array, dtype=object).reshape(-1)  # C order, as decode reshapes
         self.check_values(values)
+        values = exact_values(values, self.value_type)
         if not values.flags.writeable:  # VLenBytes takes a writable buffer (broadcast values)
             values = values.copy()
         return self._impl.encode(values)
@@ -70,6 +73,17 @@ class _VLenCodec(ArrayBytesCodec):
             raise CorruptDataError(f"{self.name} codec: chunk holds {values.size} values, "
                                    f"a chunk of shape {spec.shape} has {count}")
         return values.reshape(spec.shape)
+
+
+def exact_values(values: np.ndarray, wanted: type) -> np.ndarray:
+    """The 1-d object array `values` with instances of subclasses of `wanted` (numpy's `str_`,
+    `bytes_`) made plain `wanted`: numcodecs' vlen codecs take the exact types only."""
+    items = values.tolist()
+    if all(t is wanted for t in set(map(type, items))):
+        return values
+    out = np.empty(len(items), dtype=object)
+    out[:] = [wanted(v) if type(v) is not wanted and isinstance(v, wanted) else v for v in items]
+    return out
 
 
 def _type_of(spec: ChunkSpec) -> str:
