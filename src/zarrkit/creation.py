@@ -16,6 +16,7 @@ import numpy as np
 from . import storage
 from .array import Array
 from .codecs.base import Codec
+from .codecs.vlen import UNENCODABLE, first_unencodable
 from .errors import CodecError, DataTypeError, MetadataError, NodeExistsError, SpecError
 from .kvstore.base import KvStore
 from .metadata.data_type import DataType
@@ -115,7 +116,7 @@ def build_array_document(
     compressors) the inner chain; a `sharding_indexed` codec is built around it.
     """
     shape_t = _shape(shape, "shape")
-    data_type = DataType.parse(dtype)  # numpy dtype-likes and v3 names ("r16", "bfloat16")
+    data_type = _data_type(dtype, fill_value)
     if codecs is None:
         if compressors == "default":
             compressors = DEFAULT_COMPRESSORS
@@ -154,6 +155,16 @@ def build_array_document(
     return doc
 
 
+def _data_type(dtype: Any, fill_value: Any) -> DataType:
+    """The data type of numpy dtype-likes and v3 names ("r16", "bfloat16"). Object values with a
+    bytes fill value are variable_length_bytes (`convert` passes a copied array's dtype so)."""
+    data_type = DataType.parse(dtype)
+    if isinstance(fill_value, bytes) and (dtype is object or isinstance(dtype, np.dtype)
+                                          and dtype.kind == "O"):
+        return DataType.parse("variable_length_bytes")
+    return data_type
+
+
 def _default_serializer(data_type: DataType) -> dict[str, Any]:
     """The array->bytes codec for `data_type` when none is given (zarr-python's choice)."""
     name = {"vlen_str": "vlen-utf8", "vlen_bytes": "vlen-bytes"}.get(data_type.kind, "bytes")
@@ -168,7 +179,10 @@ _CAST_KINDS = frozenset({"raw", "str", "bytes", "vlen_str", "vlen_bytes"})
 def _fill_json(value: Any, data_type: DataType) -> Any:
     """Accept Python/numpy fill values as well as their JSON encodings."""
     if data_type.kind in _CAST_KINDS:
-        return data_type.fill_value_to_json(data_type.cast_fill_value(value, where="fill_value"))
+        fill = data_type.cast_fill_value(value, where="fill_value")
+        if data_type.kind == "vlen_str" and first_unencodable([fill]) is not None:
+            raise DataTypeError(f"fill_value: cannot use {fill!r}: {UNENCODABLE}")  # vlen-utf8's
+        return data_type.fill_value_to_json(fill)
     if isinstance(value, str | list):
         return value
     if isinstance(value, np.generic | complex | float | int | bool):

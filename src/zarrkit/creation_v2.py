@@ -52,20 +52,27 @@ def _compressor(compressor: Any, compressors: Any) -> dict[str, Any] | None:
     return None if compressor is None else _codec_config(compressor, "compressor")
 
 
-def _object_codec(dtype: Any) -> str | None:
-    """The object codec zarr-python uses for a variable-length type, or None."""
+def _object_codec(dtype: Any, fill_value: Any) -> str | None:
+    """The object codec zarr-python uses for a variable-length type, or None. An object array
+    with a bytes fill value holds bytes (a v3 variable_length_bytes array, as `convert` gives)."""
     if dtype is str or dtype is bytes:
         return "vlen-utf8" if dtype is str else "vlen-bytes"
     try:
-        kind = np.dtype(dtype).kind
+        numpy_dtype = np.dtype(dtype)
     except (TypeError, ValueError):
         return None  # not a numpy type: DataTypeV2 reports it
-    return "vlen-utf8" if kind in "OT" else None
+    kind, sizeless = numpy_dtype.kind, numpy_dtype.itemsize == 0
+    if kind == "O" and isinstance(fill_value, bytes):
+        return "vlen-bytes"
+    if kind in "OT" or kind == "U" and sizeless:  # np.dtype(str) is the sizeless U0, as in v3
+        return "vlen-utf8"
+    return "vlen-bytes" if kind == "S" and sizeless else None
 
 
-def _data_type(dtype: Any, filters: list[dict[str, Any]]) -> tuple[DataTypeV2, list[Any]]:
+def _data_type(dtype: Any, filters: list[dict[str, Any]],
+               fill_value: Any) -> tuple[DataTypeV2, list[Any]]:
     """Variable-length strings become `|O` with zarr-python's object codec in front."""
-    object_codec = _object_codec(dtype)
+    object_codec = _object_codec(dtype, fill_value)
     if object_codec is None:
         return DataTypeV2.from_numpy(dtype), filters
     if not any(f["id"] in OBJECT_CODECS for f in filters):
@@ -119,7 +126,7 @@ def build_v2_metadata(shape: Any, dtype: Any, *, chunks: Any = None,
     shape_t = _shape(shape, "shape")
     filter_list = [_codec_config(f, f"filters[{i}]")
                    for i, f in enumerate(codec_list(filters or (), "filters"))]
-    data_type, filter_list = _data_type(dtype, filter_list)
+    data_type, filter_list = _data_type(dtype, filter_list, fill_value)
     fill = data_type.default_fill_value() if fill_value is None else fill_value
     return ArrayMetadataV2(
         shape=shape_t, chunks=_chunk_shape(chunks, shape_t, "chunks"), data_type=data_type,

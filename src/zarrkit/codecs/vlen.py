@@ -45,26 +45,37 @@ class _VLenCodec(ArrayBytesCodec):
 
     def check_values(self, values: np.ndarray, what: str = "a chunk") -> None:
         """Raise CodecError naming the first element of `values` (`what`) that is not of
-        `value_type`."""
+        `value_type`, or that UTF-8 cannot encode (before a write stores any chunk)."""
+        items = self._check_types(values, what)
+        bad = first_unencodable(items) if self.value_type is str else None
+        if bad is not None:
+            raise CodecError(f"{self.name} codec: cannot store {items[bad]!r} at "
+                             f"{position(values, bad)} of {what}: {UNENCODABLE}")
+
+    def _check_types(self, values: np.ndarray, what: str) -> list[Any]:
+        """The elements of `values` as a list, once all are of `value_type`."""
         items = values.reshape(-1).tolist()
         wanted = self.value_type
         if all(issubclass(t, wanted) for t in set(map(type, items))):  # one pass in C
-            return
-        for i, value in enumerate(items):
-            if not isinstance(value, wanted):
-                where = np.unravel_index(i, values.shape) if values.ndim > 1 else i
-                raise CodecError(
-                    f"{self.name} codec: cannot store {value!r} ({type(value).__name__}) at "
-                    f"{where} of {what}: a {self.data_type!r} array holds {wanted.__name__} values only"
-                    + (" (write the fill value for missing ones)" if value is None else ""))
+            return items
+        i, value = next((i, v) for i, v in enumerate(items) if not isinstance(v, wanted))
+        raise CodecError(
+            f"{self.name} codec: cannot store {value!r} ({type(value).__name__}) at "
+            f"{position(values, i)} of {what}: a {self.data_type!r} array holds "
+            f"{wanted.__name__} values only"
+            + (" (write the fill value for missing ones)" if value is None else ""))
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
         values = np.asarray(array, dtype=object).reshape(-1)  # C order, as decode reshapes
-        self.check_values(values)
+        self._check_types(values, "a chunk")  # writes check the text too, before any chunk
         values = exact_values(values, self.value_type)
         if not values.flags.writeable:  # VLenBytes takes a writable buffer (broadcast values)
             values = values.copy()
-        return self._impl.encode(values)
+        try:
+            return self._impl.encode(values)
+        except UnicodeEncodeError as e:
+            raise CodecError(f"{self.name} codec: cannot store a chunk: {UNENCODABLE} "
+                             f"({e})") from None
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         values = self._impl.decode(data)
@@ -73,6 +84,35 @@ class _VLenCodec(ArrayBytesCodec):
             raise CorruptDataError(f"{self.name} codec: chunk holds {values.size} values, "
                                    f"a chunk of shape {spec.shape} has {count}")
         return values.reshape(spec.shape)
+
+
+#: Why a str with a lone surrogate (as os.fsdecode makes of undecodable names) is refused.
+UNENCODABLE = "it holds a lone surrogate, which UTF-8 cannot encode"
+
+
+def position(values: np.ndarray, i: int) -> Any:
+    """Where the i-th element (in C order) of `values` is, for messages."""
+    return np.unravel_index(i, values.shape) if values.ndim > 1 else i
+
+
+def first_unencodable(items: list[Any]) -> int | None:
+    """The index of the first str of `items` that UTF-8 cannot encode, or None. Checked before
+    any chunk is stored: the codec would fail part-way through a write."""
+    try:
+        text = "".join(items)
+    except TypeError:  # v2's None and 0 for empty values
+        text = "".join(v for v in items if isinstance(v, str))
+    if text.isascii() or _encodable(text):  # one pass in C for the usual case
+        return None
+    return next(i for i, v in enumerate(items) if isinstance(v, str) and not _encodable(v))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def exact_values(values: np.ndarray, wanted: type) -> np.ndarray:

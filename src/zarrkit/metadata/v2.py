@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -21,7 +22,8 @@ from ..codecs.base import ChunkSpec, Codec
 from ..codecs.chain import CodecChain
 from ..codecs.numcodecs_v2 import V2ChunkCodec
 from ..codecs.transpose import TransposeCodec
-from ..errors import CodecError, MetadataError
+from ..codecs.vlen import first_unencodable
+from ..errors import CodecError, DataTypeError, MetadataError
 from ._util import describe, int_tuple, is_int
 from .chunk_key_encoding import ChunkKeyEncoding
 from .json import storable_attributes
@@ -110,8 +112,8 @@ class ArrayMetadataV2:
         self._set("chunks", chunks)
         self._set("data_type", data_type)
         fill = data_type.cast_fill_value(self.fill_value, where=f"{where}: fill_value")
-        if self._object_codec() == "vlen-bytes" and isinstance(fill, str):
-            fill = fill.encode()  # a user's text (from_json has decoded the JSON's base64)
+        if data_type.kind == "object":
+            fill = _vlen_fill(fill, self._object_codec(), f"{where}: fill_value")
         self._set("fill_value", fill)
         self._set("attributes", storable_attributes(self.attributes, where))
         self._set("_fill", self._effective_fill())
@@ -134,7 +136,8 @@ class ArrayMetadataV2:
         if codec == "vlen-utf8":
             return "" if value is None else value if isinstance(value, str) else str(value)
         if codec == "vlen-bytes":
-            return b"" if value is None else value.encode() if isinstance(value, str) else value
+            return b"" if value is None else value if isinstance(value, bytes) \
+                else str(value).encode()
         return value
 
     def _build_chain(self) -> CodecChain:
@@ -242,6 +245,24 @@ class ArrayMetadataV2:
         if "fill_value" in changes:
             changes.setdefault("fill_value_json", ...)
         return dataclasses.replace(self, **changes)
+
+
+def _vlen_fill(value: Any, codec: str | None, where: str) -> Any:
+    """The fill value of a vlen-utf8 (vlen-bytes) array as str (bytes), what its codec stores and
+    JSON can hold; a user's text for vlen-bytes is encoded (from_json has decoded the base64).
+    Finite numbers stay: zarr-python 2 wrote 0, which reads as its text."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or codec not in ("vlen-utf8", "vlen-bytes") or \
+            isinstance(value, int) or isinstance(value, float) and math.isfinite(value):
+        return value
+    if codec == "vlen-bytes" and isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, str) and first_unencodable([value]) is None:
+        return str(value).encode() if codec == "vlen-bytes" else str(value)
+    wanted = "a string" if codec == "vlen-utf8" else "bytes"
+    raise DataTypeError(f"{where}: expected {wanted} for an array with the {codec!r} filter, "
+                        f"got {describe(value)}")
 
 
 def _first_filter_id(filters: Any) -> str | None:
