@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import zarrkit
-from zarrkit.errors import MetadataError, SpecError, ZarrkitError
+from zarrkit.errors import CodecError, MetadataError, SpecError, ZarrkitError
+from zarrkit.kvstore import MemoryStore
 
 
 # -- open(..., overwrite=) -----------------------------------------------------------------------
@@ -242,3 +243,25 @@ def test_upgrade_v2_crc32c_at_the_start_is_refused(tmp_path):
     with pytest.raises(CodecError, match="crc32c"):
         zarrkit.upgrade_metadata(path)
     assert zarrkit.open(path, mode="r").zarr_format == 2
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
+def test_array_of_object_bytes_values_is_variable_length_bytes(zarr_format):
+    """An object array of bytes was created as a text array, which then refused the values
+    (and the empty array stayed behind)."""
+    a = zarrkit.array(np.array([b"a", b"bb"], dtype=object), MemoryStore(),
+                      zarr_format=zarr_format)
+    assert a[...].tolist() == [b"a", b"bb"]
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
+def test_array_whose_data_cannot_be_written_leaves_nothing(zarr_format):
+    store = MemoryStore()
+    with pytest.raises(CodecError, match="cannot store 5"):
+        zarrkit.array(np.array(["a", 5], dtype=object), store, zarr_format=zarr_format)
+    assert list(store.list_prefix("")) == []
+
+
+def test_array_keeps_an_explicit_numpy_dtype():
+    a = zarrkit.array(np.arange(3), MemoryStore(), dtype=np.dtype("f4"))  # a falsy object
+    assert a.dtype == np.dtype("f4") and a[...].tolist() == [0.0, 1.0, 2.0]

@@ -186,11 +186,24 @@ def create(where: Any = None, shape: Any = None, dtype: Any = "float64", *,
 
 
 def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
-    """Create an array holding `data`."""
+    """Create an array holding `data` (object values that are all bytes: variable-length
+    bytes). If `data` cannot be written, the new array is removed again."""
     data = np.asarray(data)
-    a = create(where, data.shape, kwargs.pop("dtype", data.dtype), **kwargs)
-    a[...] = data
+    dtype = kwargs.pop("dtype", None)
+    a = create(where, data.shape, _data_type_of(data) if dtype is None else dtype, **kwargs)
+    try:
+        a[...] = data
+    except BaseException:
+        storage.delete_node(a.store, a.path)
+        raise
     return a
+
+
+def _data_type_of(data: np.ndarray) -> Any:
+    if data.dtype.hasobject and data.size and \
+            all(issubclass(t, bytes) for t in set(map(type, data.reshape(-1).tolist()))):
+        return bytes  # an object dtype means text to `create`
+    return data.dtype
 
 
 def full(where: Any = None, shape: Any = None, fill_value: Any = 0, **kwargs: Any) -> Array:
