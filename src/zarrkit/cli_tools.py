@@ -24,8 +24,8 @@ from . import api
 from .array import Array
 from .describe import human_bytes
 from .engine.executor import run_all
-from .errors import NodeNotFoundError, SpecError, ZarrkitError
-from .group import Group
+from .errors import CorruptDataError, NodeNotFoundError, SpecError, ZarrkitError
+from .group import Group, finished_node
 from .kvstore import open_kvstore
 from .kvstore.file import FileStore
 from .progress import ProgressBar
@@ -115,19 +115,23 @@ def _copy(args: argparse.Namespace) -> int:
     from .conversion import convert  # not `.convert`: that name is the function
 
     src_options = storage_options(args.storage_options)
+    dst_options = storage_options(args.dst_storage_options)
     source = open_node_arg(args.src, src_options)
     total = sum(a.nbytes for a in _arrays(source))
     progress = Throughput(total, args.quiet or args.json)
     start = time.monotonic()
     try:
         node = convert(source.store if src_options else args.src,
-                       _target(args.dst, storage_options(args.dst_storage_options)),
+                       _target(args.dst, dst_options),
                        zarr_format=args.zarr_format or source.zarr_format,
                        chunks=_shape(args.chunks), shards=_shape(args.shards),
                        codecs=parse_codecs(args.codecs),
                        overwrite=args.overwrite, progress=progress)
+        if dst_options:  # convert got a store opened here: finish it (a zip archive)
+            node = finished_node(node, args.dst, storage_options=dst_options)
     finally:
         progress.close()
+        source.store.close()  # opened here (read-only): a zip archive's descriptor
     seconds = time.monotonic() - start
     result = {"source": args.src, "destination": args.dst, "zarr_format": node.zarr_format,
               "arrays": sum(1 for _ in _arrays(node)), "bytes": total,
@@ -185,6 +189,23 @@ def _decode_problem(chain: Any, data: Any, shape: tuple[int, ...]) -> str | None
     return None
 
 
+def _fetch(store: Any, keys: list[str]) -> tuple[list[Any], dict[str, str]]:
+    """The values of `keys`, and the problems of those the store itself finds damaged (a zip
+    entry failing its CRC-32): reported like undecodable chunks, not an end to the check."""
+    try:
+        return store.get_many([(k, None) for k in keys]), {}
+    except CorruptDataError:
+        pass  # one key at a time, to find which
+    values, unreadable = [], {}
+    for key in keys:
+        try:
+            values.append(store.get(key))
+        except CorruptDataError as e:
+            values.append(None)
+            unreadable[key] = f"{type(e).__name__}: {e}"
+    return values, unreadable
+
+
 def verify_array(a: Array, step: Callable[[int, int], None]) -> ArrayCheck:
     """Read and decode every chunk (shard) of `a`; `step(chunks, bytes)` reports progress."""
     engine = a._engine  # the grid, key function and codec chain, whatever the format
@@ -193,14 +214,15 @@ def verify_array(a: Array, step: Callable[[int, int], None]) -> ArrayCheck:
     check = ArrayCheck(a.name, chunks_total=len(coords))
     for i in range(0, len(coords), VERIFY_BATCH):
         keys = [engine.key(c) for c in coords[i:i + VERIFY_BATCH]]
-        values = engine.store.get_many([(k, None) for k in keys])
+        values, unreadable = _fetch(engine.store, keys)
         present = [(k, v) for k, v in zip(keys, values, strict=True) if v is not None]
         problems = run_all(lambda kv: _decode_problem(engine.chain, kv[1], engine.chunk_shape),
                            present)
-        check.chunks_missing += len(keys) - len(present)
-        check.chunks_checked += len(present)
+        check.chunks_missing += len(keys) - len(present) - len(unreadable)
+        check.chunks_checked += len(present) + len(unreadable)
         read = sum(len(memoryview(v).cast("B")) for _, v in present)
         check.bytes_read += read
+        check.damaged += [{"key": k, "error": p} for k, p in unreadable.items()]
         check.damaged += [{"key": k, "error": p} for (k, _), p in zip(present, problems,
                                                                        strict=True) if p]
         step(len(keys), read)

@@ -4,7 +4,7 @@ Accepted forms (TensorStore's conventions):
 
 * a `KvStore` instance;
 * a local path (`str` or `os.PathLike`): a directory store, or a zip store if the name ends in
-  ".zip" and is not an existing directory;
+  ".zip" (in any case) and is not an existing directory;
 * URLs `file:///abs/dir`, `memory://name/path`, and pipelines whose later parts are adapters:
   `file:///data/a.zip|zip:inner/path`;
 * JSON specs `{"driver": "file", "path": "/abs/dir/"}`, `{"driver": "memory", "path": "name/p"}`,
@@ -293,7 +293,7 @@ def kvstore_to_url(store: KvStore, path: str = "") -> str:
 # -- opening -------------------------------------------------------------------------------
 def _local_path_spec(path: str) -> Spec:
     path = os.path.abspath(path)
-    if path.endswith(".zip") and not os.path.isdir(path):
+    if path.lower().endswith(".zip") and not os.path.isdir(path):  # "DATA.ZIP" too
         return {"driver": "zip", "base": {"driver": "file", "path": path}}
     return {"driver": "file", "path": path + "/"}
 

@@ -6,7 +6,8 @@ Zip archives cannot change an entry in place, so:
 * `delete` only forgets the key in memory.
 * `close()` writes the central directory and, if this store superseded or deleted any entry,
   rewrites the archive without them into a temp file that then atomically replaces the original.
-  Forgetting `close()` leaves the archive incomplete (a ResourceWarning says so).
+  Forgetting `close()` discards the changes (a ResourceWarning says so when the store is
+  collected, which also releases its lock and temp file).
 * Crash safety: the archive at `path` is never written in place. Mode "w" (and mode "a" on a
   missing archive) builds the archive in a temp file; mode "a" copies the archive to a temp file
   on its first change (appending in place would overwrite the old central directory). `close()`
@@ -84,6 +85,9 @@ class ZipStore(KvStore):
         self.path = local_path(path, "zip store")
         if os.path.isdir(self.path):  # mode "w" would only fail in close(), after every write
             raise StoreError(errno.EISDIR, f"cannot open zip store {self.path!r}: it is a directory")
+        # Through a symlink, the archive it names is replaced (and temp files made beside it,
+        # on its file system), not the link.
+        self._real_path = os.path.realpath(self.path)
         self.mode = mode
         self.compression = compression
         self.compresslevel = compresslevel
@@ -91,7 +95,8 @@ class ZipStore(KvStore):
         # close() waits for in-flight preads, so none can hit a closed (or reused) descriptor.
         self._idle = threading.Condition(self._lock)
         self._readers = 0
-        self._closed = False
+        self._closed = True  # until the archive is open: nothing for close() or __del__ to do
+        self._pid = os.getpid()
         self._index: dict[str, zipfile.ZipInfo] = {}
         self._offsets: dict[int, int] = {}  # header offset -> data offset
         self._others: list[zipfile.ZipInfo] = []  # members that are not keys, kept verbatim
@@ -101,12 +106,13 @@ class ZipStore(KvStore):
         self._guard_fd = _lock_archive(self.path) if mode == "w" else -1
         # A new archive is written to a temp file that replaces `path` on close.
         fresh = mode == "w" or (mode == "a" and not os.path.exists(self.path))
-        self._work_path = _temp_path(self.path) if fresh else self.path
+        self._work_path = _temp_path(self._real_path) if fresh else self.path
         try:
             self._zf, self._fd = self._open_archive()
         except BaseException:
             self._release_guard()
             raise
+        self._closed = False
         self._load_index()
 
     def _open_archive(self) -> tuple[zipfile.ZipFile, int]:
@@ -273,7 +279,7 @@ class ZipStore(KvStore):
         if self._work_path != self.path:  # waiting released the lock: another writer detached
             return
         self._take_guard()
-        temp = _temp_path(self.path)
+        temp = _temp_path(self._real_path)
         try:
             shutil.copyfile(self.path, temp)
             shutil.copymode(self.path, temp)
@@ -314,19 +320,39 @@ class ZipStore(KvStore):
                 return
             self._closed = True
             self._idle.wait_for(lambda: not self._readers)
-            try:
-                self._zf.close()
-            finally:
-                os.close(self._fd)
-            try:
-                if self.read_only:
-                    return
-                if self._stale:
-                    self._compact()
-                elif self._work_path != self.path:
-                    os.replace(self._work_path, self.path)
+            try:  # the guard is released whatever fails: a leaked one locks out every writer
+                self._finish()
             finally:
                 self._release_guard()
+
+    def _finish(self) -> None:
+        try:
+            try:
+                self._zf.close()  # writes the central directory of a changed archive
+            finally:
+                os.close(self._fd)
+        except OSError as exc:
+            self._drop_work_file()  # without its central directory, the temp archive is junk
+            raise StoreError(exc.errno, f"cannot finish zip store {self.path!r} (the archive "
+                             f"is left as it was): {exc.strerror or exc}") from exc
+        if self.read_only:
+            return
+        if self._stale:
+            self._compact()
+        elif self._work_path != self.path:
+            try:
+                os.replace(self._work_path, self._real_path)
+            except OSError as exc:
+                raise StoreError(exc.errno, f"cannot replace zip store {self.path!r}; the new "
+                                 f"archive is kept at {self._work_path!r}: {exc.strerror}") from exc
+
+    def _drop_work_file(self) -> None:
+        """Delete the temp archive of unpublished changes (`path` itself is never touched)."""
+        if self._work_path != self.path:
+            try:
+                os.unlink(self._work_path)
+            except FileNotFoundError:
+                pass
 
     def _release_guard(self) -> None:
         fd, self._guard_fd = self._guard_fd, -1
@@ -336,7 +362,7 @@ class ZipStore(KvStore):
     def _compact(self) -> None:
         keep = {info.header_offset for info in self._index.values()}
         keep.update(info.header_offset for info in self._others)
-        temp = _temp_path(self.path)
+        temp = _temp_path(self._real_path)
         try:
             with zipfile.ZipFile(self._work_path) as source, zipfile.ZipFile(
                     temp, "w", allowZip64=True, compresslevel=self.compresslevel) as target:
@@ -344,7 +370,7 @@ class ZipStore(KvStore):
                     if info.header_offset in keep:
                         _copy_entry(source, target, info)
             shutil.copymode(self._work_path, temp)  # keep the archive's permissions
-            os.replace(temp, self.path)
+            os.replace(temp, self._real_path)
         except BaseException as exc:
             if os.path.exists(temp):
                 os.unlink(temp)
@@ -362,10 +388,33 @@ class ZipStore(KvStore):
     def __repr__(self) -> str:
         return f"ZipStore({self.path!r}, mode={self.mode!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A copy in another process reopens the archive; only readers can share one.
+        if not self.read_only:
+            raise NotSupportedError(f"cannot pickle {self!r}: a zip archive has one writer at "
+                                    "a time; close it and pickle a read-only store (mode 'r')")
+        return ZipStore, (self.path, "r")
+
     def __del__(self) -> None:
-        if not getattr(self, "_closed", True) and not self.read_only:
-            warnings.warn(f"{self!r} was never closed: its archive is incomplete",
+        if getattr(self, "_closed", True):
+            return
+        if self._pid != os.getpid():  # a forked child's copy: the archive is the parent's
+            self._zf.fp = None  # so that zipfile does not write a central directory into it
+            return
+        if not self.read_only:
+            warnings.warn(f"{self!r} was never closed: its changes are discarded",
                           ResourceWarning, stacklevel=2)
+        # Unreachable now, so nobody can finish it: release the descriptors (raw ones are not
+        # closed by the collector), the single-writer guard (held until the process exits
+        # otherwise) and the temp archive, leaving `path` as the last close() left it.
+        self._closed = True
+        try:
+            self._zf.close()
+            os.close(self._fd)
+            if not self.read_only:
+                self._drop_work_file()
+        finally:
+            self._release_guard()
 
 
 def _same_file(a: int, b: int) -> bool:
