@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import CodecError, CorruptDataError
-from ..scratch import scratch
+from ..scratch import SCRATCH_LIMIT, scratch
 from ._buffers import nbytes
 from ._config import check_members, get_choice
 from .base import ArrayBytesCodec, Buffer, ChunkSpec
@@ -109,10 +109,12 @@ class BytesCodec(ArrayBytesCodec):
     def encode_transient(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
         """`encode`, gathering a strided chunk into this thread's scratch buffer (valid until the
         thread's next encode) rather than fresh memory: chunk-sized allocations freed at once
-        cost the page faults of memory handed back to the kernel each time."""
+        cost the page faults of memory handed back to the kernel each time. Not beyond
+        SCRATCH_LIMIT: the buffer is never given back, and each thread would keep one."""
         array = np.asarray(array)
         plan = _plan(spec.dtype, self.endian)
-        if plan.mask or plan.swap_to is not None or array.flags.c_contiguous:
+        if plan.mask or plan.swap_to is not None or array.flags.c_contiguous \
+                or array.nbytes > SCRATCH_LIMIT:
             return self.encode(array, spec)
         dest = np.frombuffer(scratch(array.nbytes, "gather"), array.dtype).reshape(array.shape)
         np.copyto(dest, array)

@@ -74,6 +74,17 @@ def executor() -> ThreadPoolExecutor:
     return pool
 
 
+def _after_fork_in_child() -> None:
+    """A forked child has none of the pool's threads: work handed to the inherited pool would
+    never run (and a lock held at the fork would never be released). It starts a new one."""
+    global _pool, _lock
+    _pool, _lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def submit(fn: Callable[..., R], *args: Any) -> Future[R]:
     return executor().submit(fn, *args)
 

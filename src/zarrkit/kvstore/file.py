@@ -516,7 +516,8 @@ class FileStore(KvStore):
         rel, _, name = key.rpartition("/")
         try:
             for _ in range(_WRITE_ATTEMPTS):
-                dir_fd = None if held is None else held.take(rel)
+                dir_fd = None if held is None else held.take(
+                    rel, self._real_base + rel if rel else self._real_root)
                 if dir_fd is None:
                     dir_fd, parent, _ = self._open_parent(key)
                     if dir_fd is None:
@@ -721,11 +722,17 @@ class _HeldDir:
     def __init__(self) -> None:
         self.rel, self.fd = "", -1
 
-    def take(self, rel: str) -> int | None:
-        """The descriptor of `rel` if it is the one held (the caller now owns it)."""
+    def take(self, rel: str, real: str) -> int | None:
+        """The descriptor of `rel` if it is the one held and still the directory at `real`, its
+        resolved path (the caller now owns it). A directory renamed away, perhaps out of the
+        root with a link left in its place, or deleted, is opened again by its path with the
+        escape checks: writing through the old descriptor would put the value there."""
         if self.fd < 0 or rel != self.rel:
             return None
         fd, self.fd = self.fd, -1
+        if _PROC_FD is None or os.readlink(_PROC_FD + str(fd)) != real:
+            os.close(fd)
+            return None
         return fd
 
     def keep(self, rel: str, fd: int) -> None:
