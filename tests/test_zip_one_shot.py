@@ -118,3 +118,35 @@ def _descriptors_of(path) -> int:
         except OSError:
             pass
     return count
+
+
+def test_delayed_writes_to_a_zip_path_finish_it(tmp_path, no_open_writers):
+    """With compute=False the archive is finished when the returned object is computed (it was
+    never written: the store stayed open after the writes)."""
+    da = pytest.importorskip("dask.array")
+    xr = pytest.importorskip("xarray")
+    import dask
+
+    from zarrkit.dask import from_dask
+    from zarrkit.xarray import to_zarr
+
+    dask.compute(from_dask(da.arange(10, chunks=5), str(tmp_path / "d.zip"), compute=False))
+    ds = xr.Dataset({"v": ("x", da.arange(4.0, chunks=2))})
+    to_zarr(ds, str(tmp_path / "x.zip"), compute=False).compute()
+    _written(tmp_path / "d.zip")
+    _written(tmp_path / "x.zip")
+    assert zarrkit.load(str(tmp_path / "d.zip")).tolist() == list(range(10))
+    assert zarrkit.load(str(tmp_path / "x.zip"), path="v").tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_closing_a_dataset_opened_from_a_zip_path_closes_the_archive(tmp_path):
+    xr = pytest.importorskip("xarray")
+    from zarrkit.xarray import to_zarr
+
+    to_zarr(xr.Dataset({"v": ("x", np.arange(4.0))}), str(tmp_path / "x.zip"))
+    before = _descriptors_of(tmp_path / "x.zip")
+    ds = xr.open_dataset(str(tmp_path / "x.zip"), engine="zarrkit")
+    assert ds["v"].values.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert _descriptors_of(tmp_path / "x.zip") > before
+    ds.close()
+    assert _descriptors_of(tmp_path / "x.zip") == before

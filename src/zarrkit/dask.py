@@ -17,6 +17,7 @@ import numpy as np
 from .array import Array
 from .errors import SpecError
 from .group import finished_node
+from .kvstore.base import KvStore
 
 #: Default bytes per dask block when reading: big enough to amortise task overhead, small
 #: enough that a few blocks per worker fit in memory.
@@ -112,4 +113,15 @@ def from_dask(darr: Any, where: Any = None, *, path: str | None = None, chunks: 
     if any(any(b % g for b in blocks[:-1]) for blocks, g in zip(darr.chunks, grid, strict=True)):
         darr = darr.rechunk(aligned_chunks(darr, grid))
     stored = da.store(darr, array, lock=False, compute=compute)
-    return finished_node(array, where, storage_options=storage_options) if compute else stored
+    if compute:
+        return finished_node(array, where, storage_options=storage_options)
+    if isinstance(where, KvStore):
+        return stored
+    import dask
+
+    # Opened here: finished (a zip archive written) once the writes are done.
+    return dask.delayed(_finished_after)(stored, array, where, storage_options)
+
+
+def _finished_after(_written: Any, node: Array, where: Any, options: Any) -> Any:
+    return finished_node(node, where, storage_options=options)

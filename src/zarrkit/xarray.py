@@ -199,8 +199,13 @@ def to_zarr(data: Any, where: Any = None, *, group: str | None = None, mode: str
     if pending and not compute:
         import dask
 
-        return dask.delayed(pending)
+        # The store is finished (a zip archive written) once the pending writes are done.
+        return dask.delayed(_finished_after)(pending, root, where, storage_options)
     return finished_node(root, where, storage_options=storage_options)
+
+
+def _finished_after(_written: Any, node: Group, where: Any, options: Any) -> Any:
+    return finished_node(node, where, storage_options=options)
 
 
 def _tree_items(tree: Any) -> list[tuple[str, Any]]:

@@ -24,6 +24,7 @@ from . import api
 from .array import Array
 from .errors import MetadataError
 from .group import Group
+from .kvstore.base import KvStore
 
 DIMENSIONS_ATTRIBUTE = "_ARRAY_DIMENSIONS"
 
@@ -96,8 +97,9 @@ def variable(array: Array) -> Variable:
 class ZarrkitDataStore(AbstractDataStore):
     """One zarrkit group as an xarray data store (read only)."""
 
-    def __init__(self, group: Group) -> None:
+    def __init__(self, group: Group, owns_store: bool = False) -> None:
         self.group = group
+        self._owns_store = owns_store  # opened from a path here: closed with the dataset
 
     def get_variables(self) -> FrozenDict[str, Variable]:
         return FrozenDict((name, variable(a)) for name, a in self.group.arrays())
@@ -112,7 +114,8 @@ class ZarrkitDataStore(AbstractDataStore):
         return dims
 
     def close(self) -> None:
-        return None  # zarrkit stores hold no open files between operations
+        if self._owns_store:  # a zip archive's descriptor; the other stores hold none
+            self.group.store.close()
 
 
 def _open_group(where: Any, group: str | None, consolidated: bool | None,
@@ -151,7 +154,8 @@ class ZarrkitBackendEntrypoint(BackendEntrypoint):
                      zarr_format: int | None = None, **decode: Any) -> Any:
         node = _open_group(filename_or_obj, group, consolidated, storage_options, zarr_format)
         return StoreBackendEntrypoint().open_dataset(
-            ZarrkitDataStore(node), drop_variables=drop_variables, **decode)
+            ZarrkitDataStore(node, owns_store=not isinstance(filename_or_obj, KvStore)),
+            drop_variables=drop_variables, **decode)
 
     def open_groups_as_dict(self, filename_or_obj: Any, *, drop_variables: str | Iterable[str]
                             | None = None, group: str | None = None,
