@@ -114,3 +114,15 @@ def test_spec_dtype_and_rank_for_driver_zarr() -> None:
     spec = zarrkit.Spec(json_)
     assert (spec.dtype, spec.rank) == ("int16", 2)
     assert ts.Spec(json_).dtype == ts.int16 and ts.Spec(json_).rank == 2
+
+
+def test_a_store_object_in_a_spec_is_used_not_copied(tmp_path):
+    """open_spec deep-copied the spec, store object included: a MemoryStore (or a writable
+    ZipStore) raised TypeError (its lock cannot be copied), a FileStore was copied."""
+    from zarrkit.kvstore import FileStore, MemoryStore
+
+    for store in (MemoryStore(), FileStore(tmp_path / "f")):
+        a = zarrkit.open({"driver": "zarr3", "kvstore": store,
+                          "metadata": {"shape": [4], "data_type": "int32"}}, create=True)
+        a[...] = [1, 2, 3, 4]
+        assert a.store is store and "zarr.json" in set(store.list_prefix(""))

@@ -172,6 +172,13 @@ def _read_only(options: dict[str, Any]) -> bool:
     return bool(options.get("read_only")) or options.get("write") is False
 
 
+def _copied(spec: Any) -> Any:
+    """A deep copy of a spec dict that shares a store object given as its kvstore: the array
+    must live in that very store (a copy would hold other data, and locks cannot be copied)."""
+    kv = spec.get("kvstore") if isinstance(spec, dict) else None
+    return copy.deepcopy(spec, {id(kv): kv} if isinstance(kv, KvStore) else None)
+
+
 def open_spec(spec: Any, **options: Any) -> Array | View:
     """Open (or create) the array a spec describes; see `zarrkit.open` for the keywords."""
     unknown = set(options) - set(_SCHEMA_KEYWORDS) - set(_MODE_KEYWORDS) - {
@@ -179,7 +186,7 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
         "write", "write_empty_chunks"}
     if unknown:
         raise SpecError(f"open: unexpected keyword(s) {sorted(unknown)} for a spec")
-    json = spec.to_json() if isinstance(spec, Spec) else copy.deepcopy(spec)
+    json = spec.to_json() if isinstance(spec, Spec) else _copied(spec)
     driver = _ZARR2 if check_driver(json) == "zarr" else _ZARR3
     driver.check_members(json)
     mode = _mode(json, options)
