@@ -81,3 +81,16 @@ def test_a_forked_child_writes_and_reads_with_its_own_pool(tmp_path, shape, chun
         return sorted(set(b[...].reshape(-1).tolist()))
     assert in_child(child, timeout=20) == [2]
     assert a[...].min() == 2
+
+
+def test_a_large_blosc_chunk_is_not_compressed_into_a_buffer_the_thread_keeps(tmp_path):
+    side = 1100  # float64: 9.2 MiB, beyond SCRATCH_LIMIT
+    a = zarrkit.create(tmp_path / "b", shape=(side, side), dtype="float64", chunks=(side, side),
+                       fill_value=0, codecs=["bytes", {"name": "blosc", "configuration": {
+                           "cname": "lz4", "clevel": 1, "shuffle": "shuffle", "typesize": 8}}])
+    value = np.arange(side * side, dtype="float64").reshape(side, side)
+    if hasattr(scratch._local, "compress"):
+        del scratch._local.compress
+    a[...] = value  # one chunk: compressed in this thread
+    assert len(getattr(scratch._local, "compress", b"")) <= scratch.SCRATCH_LIMIT
+    np.testing.assert_array_equal(a[...], value)

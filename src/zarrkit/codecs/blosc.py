@@ -8,7 +8,7 @@ import numcodecs
 from numcodecs import blosc as _blosc
 
 from ..errors import CodecError, CorruptDataError
-from ..scratch import scratch
+from ..scratch import SCRATCH_LIMIT, scratch
 from . import _cblosc
 from ._buffers import byte_view, nbytes
 from ._config import check_members, get_choice, get_int
@@ -90,8 +90,9 @@ class BloscCodec(BytesBytesCodec):
         if src is None:
             return self._blosc.encode(data)
         # Into this thread's reused buffer: fresh chunk-sized buffers cost page faults (measured
-        # 2x slower on 128 KiB chunks).
-        dest = scratch(size + _cblosc.MAX_OVERHEAD, "compress")
+        # 2x slower on 128 KiB chunks). Not beyond SCRATCH_LIMIT: each thread would keep one.
+        room = size + _cblosc.MAX_OVERHEAD
+        dest = scratch(room, "compress") if room <= SCRATCH_LIMIT else memoryview(bytearray(room))
         written = _cblosc.compress(self.clevel, SHUFFLES.index(self.shuffle or "noshuffle"),
                                    self.typesize or 1, src, size, _cblosc.address(dest),
                                    len(dest), self._cname, self.blocksize)
