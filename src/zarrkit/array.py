@@ -16,8 +16,11 @@ from .engine import chunk_io
 from .errors import DataTypeError, NotSupportedError, ReadOnlyError, SelectionError
 from .indexing import (
     Plan,
+    as_tuple,
     basic_plan,
     chunk_region,
+    expand_ellipsis,
+    is_int,
     numpy_outer_plan,
     orthogonal_plan,
     vectorized_plan,
@@ -160,7 +163,7 @@ class Array(Node, SpecNode):
         self._write(lambda: self._plan(selection), value)
 
     def _plan(self, selection: Any) -> Plan:
-        sel = selection if isinstance(selection, tuple) else (selection,)
+        sel = as_tuple(selection)
         arrays = [s for s in sel if isinstance(s, list | np.ndarray)]
         if not arrays:
             return basic_plan(sel, self.shape, self.chunks)
@@ -169,8 +172,10 @@ class Array(Node, SpecNode):
             return vectorized_plan(sel, self.shape, self.chunks)
         if len(arrays) == 1:  # numpy's semantics: orthogonal indexing, but for the axis order
             return numpy_outer_plan(sel, self.shape, self.chunks)
-        if all(isinstance(s, list | np.ndarray) for s in sel):
-            return vectorized_plan(sel, self.shape, self.chunks)
+        full = expand_ellipsis(sel, self.ndim)
+        # only arrays and integers (numpy broadcasts them together): a point selection
+        if all(isinstance(s, list | np.ndarray) or is_int(s) for s in full):
+            return vectorized_plan(full, self.shape, self.chunks)
         raise SelectionError("mixing several index arrays with slices is ambiguous; "
                              "use .oindex[...] (outer) or .vindex[...] (points)")
 

@@ -170,6 +170,7 @@ class Plan:
             self.buffer_shape = (len(vectorized[0]),)
         self.out_shape = final_shape
         self._front = 0  # an outer-layout axis that the caller sees first (see move_to_front)
+        self._split = False  # an axis the caller sees as several (see split_axis)
 
     def move_to_front(self, axis: int) -> None:
         """Show output axis `axis` first: numpy's layout when an index array and integer indices
@@ -177,6 +178,12 @@ class Plan:
         shape = self.out_shape
         self._front = axis
         self.out_shape = (shape[axis],) + shape[:axis] + shape[axis + 1:]
+
+    def split_axis(self, axis: int, shape: tuple[int, ...]) -> None:
+        """Show output axis `axis` as `shape`: numpy's layout for an n-d index array, whose
+        elements are selected as one flat array."""
+        self.out_shape = self.out_shape[:axis] + shape + self.out_shape[axis + 1:]
+        self._split = True
 
     @property
     def nchunks_hint(self) -> int:
@@ -256,16 +263,14 @@ class Plan:
             yield ChunkProjection(coords, chunk_sel, out_sel, all(complete))
 
     def _iter_vectorized(self) -> Iterator[ChunkProjection]:
-        coords_sorted, order, chunk_ids_shape = self._vectorized  # type: ignore[misc]
+        coords_sorted, order, _ = self._vectorized  # type: ignore[misc]
         chunk_shape = np.asarray(self._chunk_shape, dtype=np.int64)
         chunk_ids = coords_sorted // chunk_shape  # (n, ndim)
-        if len(chunk_ids) and chunk_ids.shape[1]:
-            flat = np.ravel_multi_index(chunk_ids.T, chunk_ids_shape)
-        else:  # no points, or a 0-d array (whose one chunk holds every point)
-            flat = np.zeros(len(chunk_ids), np.intp)
-        bounds = np.flatnonzero(np.diff(flat)) + 1
+        # a new chunk wherever any coordinate changes (no flat chunk number: the grid can have
+        # more chunks than an int64 counts)
+        bounds = np.flatnonzero(np.any(np.diff(chunk_ids, axis=0) != 0, axis=1)) + 1
         starts = np.concatenate(([0], bounds)).tolist()
-        ends = np.concatenate((bounds, [len(flat)])).tolist()
+        ends = np.concatenate((bounds, [len(chunk_ids)])).tolist()
         for s, e in zip(starts, ends, strict=True):
             if s == e:
                 continue
@@ -282,15 +287,18 @@ class Plan:
         if any(d.flip for d in self._dims):
             buffer = buffer[flips]
         if self._front:
-            return np.moveaxis(buffer, self._front, 0)
+            buffer = np.moveaxis(buffer, self._front, 0)
         return buffer.reshape(self.out_shape)
 
     def prepare_value(self, value: np.ndarray) -> np.ndarray:
         """Bring a value to write into buffer layout (the inverse of `finish`)."""
-        if self._front:
-            value = np.moveaxis(np.broadcast_to(value, self.out_shape), 0, self._front)
-        value = np.broadcast_to(value, self.out_shape).reshape(self.buffer_shape) \
-            if value.shape != self.buffer_shape else value
+        if self._front or self._split or value.shape != self.buffer_shape:
+            value = np.broadcast_to(value, self.out_shape)
+            b, f = self.buffer_shape, self._front
+            if f:  # the caller's layout has the front axis first
+                value = np.moveaxis(value.reshape((b[f],) + b[:f] + b[f + 1:]), 0, f)
+            else:
+                value = value.reshape(b)
         if any(d.flip for d in self._dims):
             value = value[tuple(slice(None, None, -1) if d.flip else slice(None)
                                 for d in self._dims if d.out_len is not None)]
@@ -302,11 +310,11 @@ def _ix(sel: tuple[Any, ...]) -> tuple[Any, ...]:
 
     Integer entries stay scalars; they drop their axis, so they take no place in the product.
     """
-    m = sum(1 for s in sel if not _is_int(s))
+    m = sum(1 for s in sel if not is_int(s))
     out: list[Any] = []
     j = 0
     for s in sel:
-        if _is_int(s):
+        if is_int(s):
             out.append(s)
             continue
         idx = s if isinstance(s, np.ndarray) else np.arange(s.start, s.stop, s.step or 1)
@@ -319,7 +327,7 @@ def _ix(sel: tuple[Any, ...]) -> tuple[Any, ...]:
 
 # -- building plans ---------------------------------------------------------------------------
 
-def _expand_ellipsis(selection: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
+def expand_ellipsis(selection: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
     n_ell = sum(1 for s in selection if s is Ellipsis)
     if n_ell > 1:
         raise SelectionError("an index can only have a single ellipsis ('...')")
@@ -336,17 +344,20 @@ def _expand_ellipsis(selection: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
     return selection
 
 
-def _as_tuple(selection: Any) -> tuple[Any, ...]:
-    return selection if isinstance(selection, tuple) else (selection,)
+def as_tuple(selection: Any) -> tuple[Any, ...]:
+    sel = selection if isinstance(selection, tuple) else (selection,)
+    # numpy reads a 0-d integer array (np.array(3), a reduction's result) as an integer
+    return tuple(s[()] if isinstance(s, np.ndarray) and not s.ndim and is_int(s[()]) else s
+                 for s in sel)
 
 
-def _is_int(x: Any) -> bool:
+def is_int(x: Any) -> bool:
     return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
 
 
 def basic_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> Plan:
     """numpy basic indexing: integers, slices (any step), `...` and `None` (new axes)."""
-    sel = _expand_ellipsis(_as_tuple(selection), len(shape))
+    sel = expand_ellipsis(as_tuple(selection), len(shape))
     dims: list[_Dim] = []
     final: list[int] = []
     axis = 0
@@ -358,7 +369,7 @@ def basic_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) 
         if isinstance(s, slice):
             d = _slice_dim(s, size, chunk, axis)
             final.append(d.out_len)  # type: ignore[arg-type]
-        elif _is_int(s):
+        elif is_int(s):
             d = _int_dim(s, size, chunk, axis)
         else:
             raise SelectionError(
@@ -371,7 +382,7 @@ def basic_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) 
 
 def orthogonal_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> Plan:
     """Outer indexing: each axis independently by integer, slice, integer array or boolean mask."""
-    sel = _expand_ellipsis(_as_tuple(selection), len(shape))
+    sel = expand_ellipsis(as_tuple(selection), len(shape))
     if any(s is None for s in sel):
         raise SelectionError("None (newaxis) is not supported in orthogonal selections")
     dims = []
@@ -379,7 +390,7 @@ def orthogonal_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, .
         size, chunk = shape[axis], chunks[axis]
         if isinstance(s, slice):
             dims.append(_slice_dim(s, size, chunk, axis))
-        elif _is_int(s):
+        elif is_int(s):
             dims.append(_int_dim(s, size, chunk, axis))
         elif isinstance(s, list | np.ndarray):
             dims.append(_array_dim(np.asarray(s), size, chunk, axis))
@@ -393,18 +404,25 @@ def numpy_outer_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, 
     """One index array (integers or a 1-d mask) among integers and slices, as numpy reads it:
     an orthogonal selection, except that the array's axis comes first when it and the integer
     indices are not adjacent (numpy puts the axes of separated advanced indices first)."""
-    plan = orthogonal_plan(selection, shape, chunks)
-    sel = _expand_ellipsis(_as_tuple(selection), len(shape))
+    sel = expand_ellipsis(as_tuple(selection), len(shape))
+    array_at = next(i for i, s in enumerate(sel) if isinstance(s, list | np.ndarray))
+    index = np.asarray(sel[array_at])
+    if index.dtype != bool and index.ndim > 1:  # selected flat, shown in its shape
+        sel = sel[:array_at] + (index.reshape(-1),) + sel[array_at + 1:]
+    plan = orthogonal_plan(sel, shape, chunks)
+    at = sum(1 for s in sel[:array_at] if isinstance(s, slice))  # the array's output axis
     advanced = [i for i, s in enumerate(sel) if not isinstance(s, slice)]
-    if advanced and advanced[-1] - advanced[0] + 1 != len(advanced):
-        array_at = next(i for i in advanced if isinstance(sel[i], list | np.ndarray))
-        plan.move_to_front(sum(1 for s in sel[:array_at] if isinstance(s, slice)))
+    if advanced[-1] - advanced[0] + 1 != len(advanced):
+        plan.move_to_front(at)
+        at = 0
+    if index.dtype != bool and index.ndim > 1:
+        plan.split_axis(at, index.shape)
     return plan
 
 
 def vectorized_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> Plan:
     """Point (coordinate) selection with broadcasting, or a boolean mask of the array's shape."""
-    sel = _as_tuple(selection)
+    sel = as_tuple(selection)
     if len(sel) == 1 and np.asarray(sel[0]).dtype == bool:
         mask = np.asarray(sel[0])
         if mask.shape != tuple(shape):
@@ -432,8 +450,8 @@ def vectorized_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, .
         np.zeros((1, 0), np.int64)
     grid = tuple(-(-s // c) for s, c in zip(shape, chunks, strict=True))
     if coords.shape[0] and len(shape):
-        flat = np.ravel_multi_index((coords // np.asarray(chunks)).T, grid)
-        order = np.argsort(flat, kind="stable")
+        # chunk by chunk in C order; lexsort is stable, so repeated points keep their order
+        order = np.lexsort((coords // np.asarray(chunks)).T[::-1])
     else:
         order = np.arange(coords.shape[0])
     return Plan([], tuple(out_shape), (coords[order], order, grid), tuple(chunks))
