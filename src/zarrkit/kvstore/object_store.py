@@ -26,6 +26,7 @@ on object stores; writers that split work along chunks/shards are unaffected.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import json
 import os
@@ -38,6 +39,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..errors import (
     CredentialsError,
@@ -83,7 +85,8 @@ class Location:
     @property
     def url(self) -> str:
         scheme = {"s3": "s3://", "gcs": "gs://", "azure": "az://", "http": ""}[self.kind]
-        base = scheme + self.bucket.rstrip("/")
+        bucket = _split_userinfo(self.bucket)[0] if self.kind == "http" else self.bucket
+        base = scheme + bucket.rstrip("/")
         return f"{base}/{self.prefix}" if self.prefix else base
 
 
@@ -103,8 +106,11 @@ def build_client(loc: Location) -> Any:
         if loc.kind == "http":
             if loc.bucket.startswith("http://"):
                 client["allow_http"] = True
-            return store_mod.HTTPStore.from_url(loc.bucket, client_options=client,
-                                                retry_config=retry)
+            url, auth = _split_userinfo(loc.bucket)
+            if auth:  # headers given in storage_options win
+                client["default_headers"] = {"Authorization": auth,
+                                             **client.get("default_headers", {})}
+            return store_mod.HTTPStore.from_url(url, client_options=client, retry_config=retry)
         cls = {"s3": store_mod.S3Store, "gcs": store_mod.GCSStore,
                "azure": store_mod.AzureStore}[loc.kind]
         return cls(loc.bucket, prefix=prefix, config=loc.options.config, client_options=client,
@@ -112,6 +118,18 @@ def build_client(loc: Location) -> Any:
     except Exception as exc:  # noqa: BLE001 - obstore raises plain ValueError/BaseError here
         raise StoreError(f"cannot configure the {loc.kind} store for {loc.url}: "
                          f"{_short(exc)}") from None
+
+
+def _split_userinfo(url: str) -> tuple[str, str | None]:
+    """`url` without its `user:password@` (which the HTTP client would ignore, and messages
+    must not show), and those as a Basic `Authorization` header value."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+    return urlunsplit(parts._replace(netloc=host)), f"Basic {token}"
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -132,6 +150,8 @@ _UNREACHABLE = ("error sending request", "dns error", "connection refused", "con
 # obstore's messages hold the request's URL (the user's bucket and key names), timings and
 # random request ids; the service's answer is read from its status and error code only.
 _STATUS = re.compile(r"status code: (\d{3})\b")
+# reqwest's error kind in obstore's debug dump: the server took longer than `timeout` allows.
+_TIMEOUT = re.compile(r"kind: Timeout\b|source: TimedOut\b")
 _CODE = re.compile(r"<Code>(\w+)</Code>")
 
 
@@ -154,6 +174,9 @@ def map_error(exc: BaseException, action: str, key: str, where: str) -> StoreErr
         return StoreError(f"{head}: the bucket does not exist")
     if isinstance(exc, exceptions.NotSupportedError):
         return NotSupportedError(f"{head}: not supported by this store ({short})")
+    if _TIMEOUT.search(full):
+        return StoreUnreachableError(f"{head}: the request timed out (storage options "
+                                     f"'timeout', 'connect_timeout') ({short})")
     lowered = full.lower()
     if any(s.lower() in lowered for s in _UNREACHABLE):
         return StoreUnreachableError(f"{head}: the endpoint cannot be reached ({short})")
@@ -294,6 +317,8 @@ class ObjectStore(KvStore):
                                          "value") from None
             if _is_unsatisfiable(exc):
                 return memoryview(b"")
+            if _is_whole_answer(exc) and await asyncio.to_thread(self.size, key) == 0:
+                return memoryview(b"")  # a suffix of an empty object, as in `_get_failed`
             raise self._fail(exc, "read", key) from None
 
     def _get_failed(self, exc: BaseException, key: str) -> Buffer | None:
@@ -395,7 +420,7 @@ class ObjectStore(KvStore):
         keys = sorted(m["path"][len(prefix):] for m in found["objects"]
                       if _is_under(m["path"], prefix))
         dirs = sorted(p[len(prefix):].rstrip("/") for p in found["common_prefixes"])
-        return keys, [d for d in dirs if not (prefix == "" and d == LOCK_DIR)]
+        return keys, [d for d in dirs if d != LOCK_DIR]
 
     def _listing_error(self, exc: BaseException, prefix: str) -> StoreError:
         # A server that answers a listing (WebDAV PROPFIND) with an error has none; one that
@@ -459,7 +484,7 @@ class ObjectStore(KvStore):
         """The TensorStore-style spec; never contains credentials."""
         loc = self.location
         if loc.kind == "http":
-            return {"driver": "http", "base_url": loc.bucket}
+            return {"driver": "http", "base_url": loc.url}
         spec: dict[str, Any] = {"driver": loc.kind, "bucket": loc.bucket}
         if loc.prefix:
             spec["path"] = loc.prefix + "/"
@@ -492,7 +517,15 @@ def _is_under(key: str, prefix: str) -> bool:
 
 
 def _is_lock_key(key: str) -> bool:
-    return key.startswith(LOCK_DIR + "/")
+    return f"/{LOCK_DIR}/" in f"/{key}"
+
+
+def _lease_key(key: str) -> str:
+    """The lease object for `key`, in its folder: stores rooted at different prefixes of one
+    bucket (a group, and one of its arrays opened by URL) then take the same lease for it."""
+    folder, _, name = key.rpartition("/")
+    lease = f"{LOCK_DIR}/{hashlib.sha256(name.encode()).hexdigest()[:40]}"
+    return f"{folder}/{lease}" if folder else lease
 
 
 def _conflict_errors() -> tuple[type[BaseException], ...]:
@@ -511,7 +544,7 @@ class _LeaseLock:
         self.store = store
         self.key = key
         self.thread_lock = thread_lock
-        self.lease = f"{LOCK_DIR}/{hashlib.sha256(key.encode()).hexdigest()[:40]}"
+        self.lease = _lease_key(key)
         self.held = False
 
     def __enter__(self) -> _LeaseLock:

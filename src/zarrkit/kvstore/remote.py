@@ -73,13 +73,23 @@ def _bucket(spec: Mapping[str, Any]) -> str:
     return bucket
 
 
+def _default(storage: dict[str, Any], names: tuple[str, ...], value: Any) -> None:
+    """Set `names[0]` unless storage_options give the setting under any of its spellings
+    (s3fs's or obstore's, at the top or in `client_kwargs`): the user's choice wins."""
+    nested = storage.get("client_kwargs")
+    given = set(storage) | (set(nested) if isinstance(nested, Mapping) else set())
+    if given.isdisjoint(names):
+        storage[names[0]] = value
+
+
 # -- s3 -------------------------------------------------------------------------------------
 def _s3_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
     storage = _storage(spec, options)
     if "endpoint" in spec:
-        storage.setdefault("endpoint_url", spec["endpoint"])
+        _default(storage, ("endpoint_url", "endpoint", "aws_endpoint_url", "aws_endpoint"),
+                 spec["endpoint"])
     if "aws_region" in spec:
-        storage.setdefault("region", spec["aws_region"])
+        _default(storage, ("region", "region_name", "aws_region"), spec["aws_region"])
     if spec.get("requester_pays"):
         storage.setdefault("requester_pays", True)
     creds = spec.get("aws_credentials") or {}

@@ -1,0 +1,177 @@
+"""Review of the remote object stores (S3 via moto, HTTP) on loopback servers."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+pytest.importorskip("obstore")
+pytest.importorskip("moto")
+
+from _loopback import make_bucket, moto_s3, s3_options  # noqa: E402
+
+from zarrkit.errors import StoreError  # noqa: E402
+from zarrkit.kvstore import ByteRange, open_kvstore  # noqa: E402
+from zarrkit.kvstore import object_store as object_store_module  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    with moto_s3() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def bucket(s3_endpoint):
+    name = f"r-{uuid.uuid4().hex[:12]}"
+    make_bucket(s3_endpoint, name)
+    return name
+
+
+@pytest.fixture
+def opts(s3_endpoint):
+    return s3_options(s3_endpoint)
+
+
+def test_lock_is_shared_by_stores_rooted_at_different_prefixes(bucket, opts, monkeypatch):
+    # A group opened at the bucket and one of its arrays opened by its own URL name the same
+    # object by different keys; their leases must still exclude each other.
+    monkeypatch.setattr(object_store_module, "LOCK_WAIT_SECONDS", 0.3)
+    root, _ = open_kvstore(f"s3://{bucket}", storage_options=opts)
+    sub, _ = open_kvstore(f"s3://{bucket}/t.zarr/a", storage_options=opts)
+    root.set("t.zarr/a/c/0", b"v")
+    with root.lock("t.zarr/a/c/0"):
+        with pytest.raises(StoreError, match="timed out .* waiting for the lock on 'c/0'"):
+            with sub.lock("c/0"):
+                pass
+        # the lease is hidden from listings at every level while it is held
+        assert list(sub.list_prefix("")) == ["c/0"]
+        assert sub.list_dir("c/") == (["0"], []) and sub.list_dir("") == ([], ["c"])
+        assert list(root.list_prefix("t.zarr/")) == ["t.zarr/a/c/0"]
+    with sub.lock("c/0"):  # released: free again
+        pass
+    assert list(root.list_prefix("")) == ["t.zarr/a/c/0"]
+
+
+def test_generation_checked_suffix_of_an_empty_value(bucket, opts):
+    # S3 answers a suffix range of an empty object with all of it (200): an unchecked read
+    # takes that as b"", and a generation-checked one must too.
+    store, _ = open_kvstore(f"s3://{bucket}/p", storage_options=opts)
+    store.set("e", b"")
+    value, generation = store.get_with_generation("e")
+    assert bytes(value) == b"" and generation is not None
+    got = store.get_ranges_if("e", [ByteRange.suffix(3), ByteRange(0, 4)], generation)
+    assert [bytes(g) for g in got] == [b"", b""]
+
+
+@pytest.fixture
+def silent_server():
+    """A loopback server that accepts connections and never answers."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        try:
+            while True:
+                accepted.append(listener.accept()[0])
+        except OSError:
+            pass  # closed at teardown
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    listener.close()
+    for conn in accepted:
+        conn.close()
+
+
+@pytest.mark.parametrize("scheme", ["http", "s3"])
+def test_a_timeout_is_reported_as_one(silent_server, scheme):
+    # The server is reachable but slow: "cannot be reached" would send the user looking at
+    # the network instead of at the `timeout` option.
+    from zarrkit.errors import StoreUnreachableError
+
+    options = {"max_retries": 0, "timeout": 0.5}
+    if scheme == "s3":
+        url = "s3://bkt/x.zarr"
+        options.update(key="k", secret="s", endpoint_url=silent_server)
+    else:
+        url = f"{silent_server}/x.zarr"
+    store, _ = open_kvstore(url, storage_options=options)
+    with pytest.raises(StoreUnreachableError, match=r"cannot read 'k' in .*x\.zarr: the request "
+                                                    r"timed out \(storage options 'timeout'"):
+        store.get("k")
+
+
+@pytest.fixture
+def basic_auth_server(tmp_path):
+    """A static HTTP server that answers 401 unless given Basic credentials user / p@ss."""
+    import base64
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    expected = "Basic " + base64.b64encode(b"user:p@ss").decode()
+
+    class Handler(SimpleHTTPRequestHandler):
+        def log_message(self, format, *args):  # noqa: A002 - stdlib signature
+            return None
+
+        def _denied(self) -> bool:
+            if self.headers.get("Authorization") == expected:
+                return False
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return True
+
+        def do_GET(self):  # noqa: N802 - stdlib naming
+            if not self._denied():
+                super().do_GET()
+
+        def do_HEAD(self):  # noqa: N802 - stdlib naming
+            if not self._denied():
+                super().do_HEAD()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0),
+                                 functools.partial(Handler, directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield tmp_path, server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_credentials_in_an_http_url_are_sent_and_never_shown(basic_auth_server):
+    import numpy as np
+
+    import zarrkit
+    from zarrkit.errors import CredentialsError
+
+    root, port = basic_auth_server
+    zarrkit.create(str(root / "a.zarr"), shape=(6,), dtype="i2", chunks=(3,))[...] = np.arange(6)
+    a = zarrkit.open(f"http://user:p%40ss@127.0.0.1:{port}/a.zarr", mode="r")
+    np.testing.assert_array_equal(a[...], np.arange(6))
+    shown = repr(a.store) + str(a.store.to_json())
+    assert "p%40ss" not in shown and "p@ss" not in shown
+    assert a.store.to_json() == {"driver": "http", "base_url": f"http://127.0.0.1:{port}/a.zarr"}
+    store, _ = open_kvstore(f"http://user:wrong-secret@127.0.0.1:{port}/a.zarr",
+                            storage_options={"max_retries": 0})
+    with pytest.raises(CredentialsError) as caught:
+        store.get("zarr.json")
+    assert "wrong-secret" not in str(caught.value)
+
+
+@pytest.mark.parametrize("given", [{"endpoint": "http://mine:1"}, {"endpoint_url": "http://mine:1"},
+                                   {"client_kwargs": {"endpoint_url": "http://mine:1"}}])
+def test_storage_options_win_over_the_spec_in_either_spelling(given):
+    # s3fs's "endpoint_url" and obstore's "endpoint" are the same setting: the spec's
+    # "endpoint" must not override the user's storage option in either spelling.
+    spec = {"driver": "s3", "bucket": "b", "endpoint": "http://spec:2", "aws_region": "eu-west-1",
+            "storage_options": {"key": "k", "secret": "s", "region": "ap-south-1", **given}}
+    config = open_kvstore(spec)[0].location.options.config
+    assert config["endpoint"] == "http://mine:1" and config["region"] == "ap-south-1"
