@@ -134,9 +134,10 @@ def _v3(path: str, doc: Any, use_consolidated: bool | None) -> Found:
         raise MetadataError(f"{where}: the metadata document must be a JSON object")
     metadata = parse_v3_node(doc, where=where)
     member = getattr(metadata, "extra", {}).get(V3_MEMBER)
-    if member is None or use_consolidated is False or isinstance(metadata, ArrayMetadataV3):
+    if use_consolidated is False or isinstance(metadata, ArrayMetadataV3):
         return Found(metadata)
-    return Found(metadata, ConsolidatedView.from_v3(member, where=where))
+    view = None if member is None else ConsolidatedView.from_v3(member, where=where)
+    return Found(metadata, _required(view, use_consolidated, f"{where} ({V3_MEMBER})"))
 
 
 def _v2(path: str, values: dict[str, Any], use_consolidated: bool | None) -> Found:
@@ -155,10 +156,23 @@ def _v2(path: str, values: dict[str, Any], use_consolidated: bool | None) -> Fou
     metadata = GroupMetadataV2.from_json(_json(where, values[GROUP_KEY]), where=where,
                                          attributes=attrs)
     consolidated = values.get(CONSOLIDATED_KEY)
-    if consolidated is None or use_consolidated is False:
+    if use_consolidated is False:
         return Found(metadata)
     where = key(path, CONSOLIDATED_KEY)
-    return Found(metadata, ConsolidatedView.from_v2(_json(where, consolidated), where=where))
+    view = None if consolidated is None else ConsolidatedView.from_v2(_json(where, consolidated),
+                                                                      where=where)
+    return Found(metadata, _required(view, use_consolidated, where))
+
+
+def _required(view: ConsolidatedView | None, use_consolidated: bool | None,
+              where: str) -> ConsolidatedView | None:
+    """`use_consolidated=True` asks for consolidated metadata (as zarr-python's does): a group
+    without any is an error, not a silent listing of the store."""
+    if view is None and use_consolidated:
+        raise MetadataError(f"use_consolidated=True, but the group has no usable consolidated "
+                            f"metadata ({where}); write it with "
+                            "zarrkit.consolidate_metadata, or pass use_consolidated=None")
+    return view
 
 
 def _v1(store: KvStore, path: str) -> Found | None:

@@ -9,12 +9,13 @@ from typing import Any
 from . import formats, storage
 from .array import Array
 from .attributes import Attributes
-from .creation import create_array_at
+from .creation import check_existing, create_array_at
 from .errors import (
     InvalidKeyError,
     InvalidNameError,
     NodeExistsError,
     NodeNotFoundError,
+    NodeTypeError,
     ReadOnlyError,
 )
 from .kvstore import finish_opened
@@ -49,8 +50,9 @@ class Group(Node, Mapping[str, Any]):
         self._check_writable()
         with self.store.lock(storage.metadata_key(self.path)):
             current = storage.read_node(self.store, self.path, self.zarr_format)
-            if type(current) is not type(self._metadata):
-                current = self._metadata
+            if formats.is_array(current):  # replaced since opened: writing would turn it back
+                raise NodeTypeError(f"{self.name} is now an array, not the group this handle "
+                                    "opened; open it again")
             attrs = dict(current.attributes)
             change(attrs)
             updated = dataclasses.replace(current, attributes=attrs)
@@ -68,8 +70,16 @@ class Group(Node, Mapping[str, Any]):
         return group_html(self)
 
     # -- children --------------------------------------------------------------------------------
+    def _relative(self, name: str) -> str:
+        """`name` as a path below this group ("" and "/" name no member). v2 reserves no names:
+        members zarr-python wrote as "__x" or "..." open (creating still checks v3's rules)."""
+        rel = normalize_path(name, v3=self.zarr_format == 3)
+        if not rel:
+            raise InvalidNameError(f"{name!r} names group {self.name} itself, not a member")
+        return rel
+
     def _child_path(self, name: str) -> str:
-        return storage.join(self.path, normalize_path(name))
+        return storage.join(self.path, self._relative(name))
 
     def __getitem__(self, name: str) -> Array | Group:
         path = self._child_path(name)
@@ -87,7 +97,7 @@ class Group(Node, Mapping[str, Any]):
         except InvalidNameError:  # an invalid name is simply not a member
             return False
         if self._consolidated is not None:
-            return normalize_path(name) in self._consolidated
+            return self._relative(name) in self._consolidated
         # Store failures propagate: an unreachable store must not look like a missing member.
         try:
             return storage.node_exists(self.store, path, self.zarr_format)
@@ -98,17 +108,26 @@ class Group(Node, Mapping[str, Any]):
         """A member's metadata from consolidated metadata (NodeNotFoundError if not listed)."""
         if self._consolidated is None:
             return None
-        entry = self._consolidated.node(normalize_path(name))
+        entry = self._consolidated.node(self._relative(name))
         if entry is None:
             raise NodeNotFoundError(f"consolidated metadata lists no member {name!r}")
         return formats.Found(*entry)
 
     def keys(self) -> list[str]:  # type: ignore[override]
         if self._consolidated is not None:
-            return self._consolidated.children()
+            return [c for c in self._consolidated.children() if self._is_name(c)]
         _, dirs = self.store.list_dir(storage.prefix_of(self.path))
-        return [d for d in dirs if storage.node_exists(self.store, storage.join(self.path, d),
-                                                       self.zarr_format)]
+        return [d for d in dirs if self._is_name(d)
+                and storage.node_exists(self.store, storage.join(self.path, d), self.zarr_format)]
+
+    def _is_name(self, name: str) -> bool:
+        """Whether `name` can name a member (what `keys()` lists must open): in a v3 group,
+        "__x" cannot, the prefix being reserved for extensions' files."""
+        try:
+            validate_node_name(name, v3=self.zarr_format == 3)
+        except InvalidNameError:
+            return False
+        return True
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.keys())
@@ -146,11 +165,33 @@ class Group(Node, Mapping[str, Any]):
                                zarr_format=self.zarr_format)
 
     def require_group(self, name: str) -> Group:
-        if name in self:
-            node = self[name]
-            if isinstance(node, Group):
-                return node
-        return self.create_group(name)
+        """The group member `name`, created if missing."""
+        node, _ = self._require(name, self.create_group, {})
+        if not isinstance(node, Group):
+            raise NodeTypeError(f"{node.name} is an array, not a group")
+        return node
+
+    def require_array(self, name: str, **kwargs: Any) -> Array:
+        """The array member `name`, created if missing (keyword arguments as for
+        `create_array`); an existing one must match the keywords given (SpecError if not)."""
+        node, created = self._require(name, self.create_array, kwargs)
+        if not isinstance(node, Array):
+            raise NodeTypeError(f"{node.name} is a group, not an array")
+        if not created:
+            rest = {k: v for k, v in kwargs.items()
+                    if k not in ("zarr_format", "write_empty_chunks")}
+            check_existing(node._metadata, node.path, rest)
+        return node
+
+    def _require(self, name: str, create: Callable[..., Any],
+                 kwargs: dict[str, Any]) -> tuple[Any, bool]:
+        """(the member `name`, whether it was created now)."""
+        if name not in self:
+            try:
+                return create(name, **kwargs), True
+            except NodeExistsError:  # created meanwhile, or missing from stale consolidated
+                pass  # metadata (creating dropped it: the member is read from the store now)
+        return self[name], False
 
     def create_array(self, name: str, **kwargs: Any) -> Array:
         """Create an array member; keyword arguments as for `zarrkit.create`."""
@@ -228,10 +269,11 @@ def create_group_at(store: KvStore, path: str, *, attributes: dict[str, Any] | N
                     overwrite: bool = False, zarr_format: int = 3) -> Group:
     path = normalize_path(path)
     metadata = formats.new_group(zarr_format, attributes)
-    if storage.node_exists(store, path):
-        if not overwrite:
-            raise NodeExistsError(f"a node already exists at {path or '/'!r}")
+    exists = storage.node_exists(store, path)
+    if exists and not overwrite:
+        raise NodeExistsError(f"a node already exists at {path or '/'!r}")
+    storage.ensure_parents(store, path, zarr_format)  # may refuse: before deleting anything
+    if exists:
         storage.delete_node(store, path)
-    storage.ensure_parents(store, path, zarr_format)
     storage.write_metadata(store, path, metadata)
     return Group(store, path, metadata)

@@ -11,7 +11,8 @@ from typing import Any
 from . import formats
 from .errors import MetadataError, NodeNotFoundError
 from .kvstore.base import KvStore
-from .metadata.json import json_loads
+from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER
+from .metadata.json import json_dumps, json_loads
 from .metadata.names import normalize_path
 
 V3_METADATA_KEY = "zarr.json"
@@ -47,7 +48,7 @@ def read_document(store: KvStore, path: str) -> dict[str, Any] | None:
 def find_node(store: KvStore, path: str, zarr_format: int | None = None,
               use_consolidated: bool | None = None) -> formats.Found:
     """The node at `path` in any format (or `zarr_format`), with its consolidated metadata."""
-    path = normalize_path(path)
+    path = normalize_path(path, v3=False)  # a v2 node's name may be one v3 reserves
     found = formats.find(store, path, zarr_format, use_consolidated)
     if found is None:
         wanted = "" if zarr_format is None else f"Zarr v{zarr_format} "
@@ -94,8 +95,44 @@ def ensure_parents(store: KvStore, path: str, zarr_format: int = 3) -> None:
 
 
 def delete_node(store: KvStore, path: str) -> None:
-    """Remove a node and everything under it."""
+    """Remove a node and everything under it, and its records in the consolidated metadata of
+    the groups above it (as zarr-python does): left there, reopening showed the deleted node."""
     if path:
+        _forget_consolidated(store, path)
         store.delete_prefix(prefix_of(path))
     else:
         store.delete_prefix("")
+
+
+def _forget_consolidated(store: KvStore, path: str) -> None:
+    """Drop the records of `path` and the nodes below it from every ancestor's consolidated
+    metadata (v3 `consolidated_metadata` member, v2 `.zmetadata`), read in one request."""
+    parts = path.split("/")
+    ancestors = ["/".join(parts[:i]) for i in range(len(parts))]
+    keys = [(a, formats.key(a, n)) for a in ancestors for n in (V3_METADATA_KEY, CONSOLIDATED_KEY)]
+    for (ancestor, key), raw in zip(keys, store.get_many([(k, None) for _, k in keys]),
+                                    strict=True):
+        rel = path[len(ancestor):].lstrip("/")
+        if raw is not None and _drop_records(key, raw, rel) is not None:
+            with store.lock(key):  # again under the lock: a concurrent update is not lost
+                doc = _drop_records(key, store.get(key), rel)
+                if doc is not None:
+                    store.set(key, json_dumps(doc))
+
+
+def _drop_records(key: str, raw: Any, rel: str) -> Any:
+    """The document at `key` without its consolidated records of `rel` and below, or None if
+    it has none (or is not a readable document: opening that node reports it)."""
+    try:
+        doc = None if raw is None else json_loads(bytes(raw), what=key)
+    except MetadataError:
+        return None
+    member = doc.get(V3_MEMBER) if isinstance(doc, dict) and key.endswith(V3_METADATA_KEY) \
+        else doc
+    records = member.get("metadata") if isinstance(member, dict) else None
+    # v3 records are keyed by node path, v2 ones by document key ("a/x/.zarray").
+    stale = [k for k in records if k == rel or k.startswith(rel + "/")] \
+        if isinstance(records, dict) else []
+    for k in stale:
+        del records[k]
+    return doc if stale else None
