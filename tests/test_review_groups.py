@@ -154,3 +154,32 @@ def test_use_consolidated_true_requires_consolidated_metadata(tmp_path, zarr_for
         zarrkit.open_group(tmp_path, mode="r", use_consolidated=True)
     zarrkit.consolidate_metadata(tmp_path)
     assert list(zarrkit.open_group(tmp_path, mode="r", use_consolidated=True)) == ["a"]
+
+
+def test_a_stale_array_handle_does_not_turn_a_group_back_into_an_array(tmp_path):
+    from zarrkit.errors import NodeTypeError
+
+    root = zarrkit.open_group(tmp_path / "r", mode="w")
+    stale = root.create_array("x", shape=(2,), dtype="i4")
+    root.create_group("x", overwrite=True).create_group("child")
+    with pytest.raises(NodeTypeError, match="now a group"):
+        stale.attrs["k"] = 1
+    assert "child" in zarrkit.open_group(tmp_path / "r", mode="r")["x"]
+
+
+def test_a_failed_array_overwrite_deletes_nothing(tmp_path):
+    """The parents are checked before the old array is deleted (a v2 group between a v3 root
+    and the array: refused, after the array had been deleted)."""
+    import json
+
+    from zarrkit.errors import MetadataError
+
+    root = zarrkit.open_group(tmp_path / "p", mode="w")
+    (tmp_path / "p" / "a").mkdir()
+    (tmp_path / "p" / "a" / ".zgroup").write_text(json.dumps({"zarr_format": 2}))
+    old = zarrkit.create(str(tmp_path / "p" / "a"), path="b", shape=(2,), dtype="<i2",
+                         zarr_format=2)
+    old[...] = [7, 8]
+    with pytest.raises(MetadataError):
+        root.create_array("a/b", shape=(2,), dtype="u1", overwrite=True)
+    assert zarrkit.open(str(tmp_path / "p" / "a"), path="b", mode="r")[...].tolist() == [7, 8]

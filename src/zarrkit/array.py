@@ -13,7 +13,13 @@ from . import _resize_guard as guard
 from . import formats, storage
 from .attributes import Attributes
 from .engine import chunk_io
-from .errors import DataTypeError, NotSupportedError, ReadOnlyError, SelectionError
+from .errors import (
+    DataTypeError,
+    NodeTypeError,
+    NotSupportedError,
+    ReadOnlyError,
+    SelectionError,
+)
 from .indexing import (
     Plan,
     as_tuple,
@@ -122,6 +128,9 @@ class Array(Node, SpecNode):
         key = storage.metadata_key(self.path)
         with self.store.lock(key):
             current = storage.read_node(self.store, self.path, self.zarr_format)
+            if not formats.is_array(current):  # replaced since opened: writing would undo it
+                raise NodeTypeError(f"{self.name} is now a group, not the array this handle "
+                                    "opened; open it again")
             if type(current) is not type(self._metadata):
                 current = self._metadata
             attrs = dict(current.attributes)

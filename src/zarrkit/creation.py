@@ -299,11 +299,12 @@ def _shown(value: Any) -> str:
 def create_array_from_metadata(store: KvStore, path: str, metadata: ArrayMetadataV3, *,
                                overwrite: bool = False,
                                write_empty_chunks: bool = False) -> Array:
-    if storage.node_exists(store, path):
-        if not overwrite:
-            raise NodeExistsError(f"a node already exists at {path or '/'!r}; "
-                                  "pass overwrite=True (or mode='w') to replace it")
+    exists = storage.node_exists(store, path)
+    if exists and not overwrite:
+        raise NodeExistsError(f"a node already exists at {path or '/'!r}; "
+                              "pass overwrite=True (or mode='w') to replace it")
+    storage.ensure_parents(store, path, getattr(metadata, "zarr_format", 3))  # may refuse:
+    if exists:                                                              # delete only then
         storage.delete_node(store, path)
-    storage.ensure_parents(store, path, getattr(metadata, "zarr_format", 3))
     storage.write_metadata(store, path, metadata)
     return Array(store, path, metadata, write_empty_chunks=write_empty_chunks)
