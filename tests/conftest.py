@@ -1,3 +1,5 @@
+import uuid
+
 import numpy as np
 import pytest
 
@@ -100,3 +102,30 @@ def open_dir():
         for name in dirs:
             os.chmod(os.path.join(top, name), 0o755)
     shutil.rmtree(path)
+
+
+# -- S3 on loopback (moto's server), shared by the remote-store test files ---------------------
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    pytest.importorskip("moto")
+    from _loopback import moto_s3
+
+    with moto_s3() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def bucket(s3_endpoint):
+    from _loopback import make_bucket
+
+    name = f"b-{uuid.uuid4().hex[:12]}"
+    make_bucket(s3_endpoint, name)
+    return name
+
+
+@pytest.fixture
+def opts(s3_endpoint):
+    from _loopback import s3_options
+
+    return s3_options(s3_endpoint)
+

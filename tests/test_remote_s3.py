@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pickle
 import threading
-import uuid
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ import pytest
 pytest.importorskip("obstore")
 pytest.importorskip("moto")
 
-from _loopback import S3_KEY, S3_SECRET, make_bucket, moto_s3, s3_options  # noqa: E402
+from _loopback import S3_KEY, S3_SECRET  # noqa: E402
 
 import zarrkit  # noqa: E402
 from zarrkit.errors import (  # noqa: E402
@@ -26,24 +25,6 @@ from zarrkit.errors import (  # noqa: E402
 )
 from zarrkit.kvstore import ByteRange, ObjectStore, open_kvstore  # noqa: E402
 from zarrkit.kvstore import object_store as object_store_module  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint():
-    with moto_s3() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture
-def bucket(s3_endpoint):
-    name = f"b-{uuid.uuid4().hex[:12]}"
-    make_bucket(s3_endpoint, name)
-    return name
-
-
-@pytest.fixture
-def opts(s3_endpoint):
-    return s3_options(s3_endpoint)
 
 
 @pytest.fixture

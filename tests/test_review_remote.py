@@ -2,36 +2,15 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 pytest.importorskip("obstore")
 pytest.importorskip("moto")
 
-from _loopback import make_bucket, moto_s3, s3_options  # noqa: E402
 
 from zarrkit.errors import StoreError  # noqa: E402
 from zarrkit.kvstore import ByteRange, open_kvstore  # noqa: E402
 from zarrkit.kvstore import object_store as object_store_module  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    with moto_s3() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture
-def bucket(s3_endpoint):
-    name = f"r-{uuid.uuid4().hex[:12]}"
-    make_bucket(s3_endpoint, name)
-    return name
-
-
-@pytest.fixture
-def opts(s3_endpoint):
-    return s3_options(s3_endpoint)
 
 
 def test_lock_is_shared_by_stores_rooted_at_different_prefixes(bucket, opts, monkeypatch):

@@ -17,6 +17,7 @@ from numcodecs import VLenBytes, VLenUTF8
 from numcodecs.abc import Codec as Numcodec
 
 from ..errors import CodecError, CorruptDataError
+from ..kvstore.base import encodable_utf8
 from ._config import check_members
 from .base import ArrayBytesCodec, Buffer, ChunkSpec
 from .registry import register_codec
@@ -102,17 +103,9 @@ def first_unencodable(items: list[Any]) -> int | None:
         text = "".join(items)
     except TypeError:  # v2's None and 0 for empty values
         text = "".join(v for v in items if isinstance(v, str))
-    if text.isascii() or _encodable(text):  # one pass in C for the usual case
+    if text.isascii() or encodable_utf8(text):  # one pass in C for the usual case
         return None
-    return next(i for i, v in enumerate(items) if isinstance(v, str) and not _encodable(v))
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return next(i for i, v in enumerate(items) if isinstance(v, str) and not encodable_utf8(v))
 
 
 def exact_values(values: np.ndarray, wanted: type) -> np.ndarray:

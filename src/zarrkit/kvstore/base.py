@@ -71,7 +71,7 @@ def validate_key(key: str) -> str:
         raise InvalidKeyError(f"invalid store key {key!r}: must be a non-empty string")
     if "\x00" in key or "\\" in key:
         raise InvalidKeyError(f"invalid store key {key!r}: NUL and backslash are not allowed")
-    if not key.isascii() and not _encodable(key):
+    if not key.isascii() and not encodable_utf8(key):
         raise InvalidKeyError(f"invalid store key {key!r}: lone surrogates are not Unicode text "
                               "and have no UTF-8 form")
     if key.startswith("/") or (len(key) > 1 and key[1] == ":"):
@@ -83,7 +83,8 @@ def validate_key(key: str) -> str:
     return key
 
 
-def _encodable(text: str) -> bool:
+def encodable_utf8(text: str) -> bool:
+    """Whether UTF-8 can encode `text` (not if it holds a lone surrogate)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
