@@ -11,7 +11,7 @@ from .array import Array
 from .creation import check_existing, create_array_at
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
 from .group import Group, create_group_at, finished_node, open_node
-from .kvstore import KvStore, open_kvstore
+from .kvstore import close_opened, open_kvstore
 from .metadata.names import normalize_path
 
 _MODES = ("r", "r+", "a", "w", "w-")
@@ -229,8 +229,7 @@ def load(where: Any, path: str | None = None) -> np.ndarray:
             raise NodeTypeError(f"{node.name} is a group; load reads arrays")
         return node[...]
     finally:
-        if not isinstance(where, KvStore):
-            node.store.close()  # opened here: a zip archive's descriptor
+        close_opened(node.store, where)  # a zip archive's descriptor
 
 
 def save(where: Any, data: Any, **kwargs: Any) -> Array:

@@ -26,7 +26,7 @@ from .creation import build_array_document, create_array_from_metadata
 from .creation_v2 import build_v2_metadata
 from .errors import NodeExistsError, NodeNotFoundError, SpecError, ZarrkitError
 from .group import Group, create_group_at, finished_node, open_node
-from .kvstore import KvStore, open_kvstore
+from .kvstore import close_opened, open_kvstore
 from .metadata.json import json_dumps
 from .metadata.names import normalize_path
 from .metadata.upgrade import v2_compressor, v3_codecs, v3_data_type, v3_from_v2
@@ -202,8 +202,7 @@ def convert(src: Any, dst: Any, *, zarr_format: int = 3, chunks: Any = None,
                           f"(delete it, or convert again with overwrite=True): {e}") from e
         return finished_node(copied, dst)
     finally:
-        if not isinstance(src, KvStore):
-            source.store.close()  # opened here (read-only): a zip archive's descriptor
+        close_opened(source.store, src)  # (read-only) a zip archive's descriptor
 
 
 def _convert_nodes(planned: list[tuple[str, Array | Group, Any]], store: Any, root: str,

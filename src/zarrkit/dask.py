@@ -16,7 +16,7 @@ import numpy as np
 
 from .array import Array
 from .errors import SpecError
-from .group import finished_node
+from .group import finished_after, finished_node
 from .kvstore.base import KvStore
 
 #: Default bytes per dask block when reading: big enough to amortise task overhead, small
@@ -120,8 +120,4 @@ def from_dask(darr: Any, where: Any = None, *, path: str | None = None, chunks: 
     import dask
 
     # Opened here: finished (a zip archive written) once the writes are done.
-    return dask.delayed(_finished_after)(stored, array, where, storage_options)
-
-
-def _finished_after(_written: Any, node: Array, where: Any, options: Any) -> Any:
-    return finished_node(node, where, storage_options=options)
+    return dask.delayed(finished_after)(stored, array, where, storage_options)

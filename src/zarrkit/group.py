@@ -265,6 +265,12 @@ def finished_node(node: Array | Group, where: Any, **open_options: Any) -> Array
     return open_node(store, node.path, read_only=True, zarr_format=node.zarr_format)
 
 
+def finished_after(_written: Any, node: Array | Group, where: Any,
+                   storage_options: Any = None) -> Array | Group:
+    """`finished_node` as the last task of delayed writes (dask), which it depends on."""
+    return finished_node(node, where, storage_options=storage_options)
+
+
 def create_group_at(store: KvStore, path: str, *, attributes: dict[str, Any] | None = None,
                     overwrite: bool = False, zarr_format: int = 3) -> Group:
     path = normalize_path(path)

@@ -19,7 +19,7 @@ from .array import Array
 from .consolidated import consolidate_metadata
 from .creation import build_metadata, create_array_from_metadata
 from .errors import SpecError, ZarrkitError
-from .group import Group, finished_node
+from .group import Group, finished_after, finished_node
 from .kvstore import open_kvstore
 from .metadata.json import storable_attributes
 from .metadata.names import normalize_path, validate_node_name
@@ -200,12 +200,8 @@ def to_zarr(data: Any, where: Any = None, *, group: str | None = None, mode: str
         import dask
 
         # The store is finished (a zip archive written) once the pending writes are done.
-        return dask.delayed(_finished_after)(pending, root, where, storage_options)
+        return dask.delayed(finished_after)(pending, root, where, storage_options)
     return finished_node(root, where, storage_options=storage_options)
-
-
-def _finished_after(_written: Any, node: Group, where: Any, options: Any) -> Any:
-    return finished_node(node, where, storage_options=options)
 
 
 def _tree_items(tree: Any) -> list[tuple[str, Any]]:

@@ -24,7 +24,7 @@ from numcodecs.compat import ensure_contiguous_ndarray_like
 
 from ..errors import CodecError, CorruptDataError
 from .base import ArrayBytesCodec, Buffer, ChunkSpec
-from .vlen import UNENCODABLE, exact_values, first_unencodable, position
+from .vlen import UNENCODABLE, exact_values, first_refused, first_unencodable, position
 
 #: Codecs that turn object arrays into bytes (and back); object arrays need one of them.
 OBJECT_CODECS = frozenset({"vlen-utf8", "vlen-bytes", "vlen-array", "json2", "msgpack2",
@@ -139,18 +139,15 @@ class V2ChunkCodec(ArrayBytesCodec):
         before any chunk is stored. As numcodecs: str (bytes) values, and None or values equal
         to 0 for empty ones."""
         wanted = self._vlen_type()
-        items = values.reshape(-1).tolist()
         if wanted is None:
             return
-        if not all(issubclass(t, wanted) or t is type(None)
-                   for t in set(map(type, items))):  # one pass in C
-            for i, value in enumerate(items):
-                if isinstance(value, wanted) or value is None or _is_zero(value):
-                    continue
-                raise CodecError(f"{self._prefix}filter {self.filter_json[0]['id']!r} cannot "
-                                 f"store {value!r} ({type(value).__name__}) at "
-                                 f"{position(values, i)} of {what}: it stores "
-                                 f"{wanted.__name__} values (None for empty ones)")
+        items = values.reshape(-1).tolist()
+        i = first_refused(items, (wanted, type(None)), _is_zero)
+        if i is not None:
+            raise CodecError(f"{self._prefix}filter {self.filter_json[0]['id']!r} cannot "
+                             f"store {items[i]!r} ({type(items[i]).__name__}) at "
+                             f"{position(values, i)} of {what}: it stores "
+                             f"{wanted.__name__} values (None for empty ones)")
         bad = first_unencodable(items) if wanted is str else None
         if bad is not None:
             raise CodecError(f"{self._prefix}filter 'vlen-utf8' cannot store {items[bad]!r} at "

@@ -10,6 +10,7 @@ something else (numcodecs writes None and 0 as empty values).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -57,9 +58,10 @@ class _VLenCodec(ArrayBytesCodec):
         """The elements of `values` as a list, once all are of `value_type`."""
         items = values.reshape(-1).tolist()
         wanted = self.value_type
-        if all(issubclass(t, wanted) for t in set(map(type, items))):  # one pass in C
+        i = first_refused(items, wanted)
+        if i is None:
             return items
-        i, value = next((i, v) for i, v in enumerate(items) if not isinstance(v, wanted))
+        value = items[i]
         raise CodecError(
             f"{self.name} codec: cannot store {value!r} ({type(value).__name__}) at "
             f"{position(values, i)} of {what}: a {self.data_type!r} array holds "
@@ -89,6 +91,16 @@ class _VLenCodec(ArrayBytesCodec):
 
 #: Why a str with a lone surrogate (as os.fsdecode makes of undecodable names) is refused.
 UNENCODABLE = "it holds a lone surrogate, which UTF-8 cannot encode"
+
+
+def first_refused(items: list[Any], types: type | tuple[type, ...],
+                  also: Callable[[Any], bool] | None = None) -> int | None:
+    """The index of the first item that is not an instance of `types` (nor accepted by `also`),
+    or None; one pass in C over the items' types when all are."""
+    if all(issubclass(t, types) for t in set(map(type, items))):
+        return None
+    return next((i for i, v in enumerate(items)
+                 if not isinstance(v, types) and not (also is not None and also(v))), None)
 
 
 def position(values: np.ndarray, i: int) -> Any:

@@ -587,11 +587,15 @@ def _write_inline(arr: ChunkedArray, projections: list[ChunkProjection],
             whole.append(p)
         else:
             _write_chunk(arr, p, value[p.out_selection])
-    chain, shape, dtype, fill = arr.chain, arr.chunk_shape, arr.dtype, arr.fill_value
-    arr.store.replace_many(
-        [arr.key(p.coords) for p in whole],
-        (_encoded(arr, chain, _chunk_from_value(p, value[p.out_selection], shape, dtype, fill),
-                  transient=True) for p in whole))
+    arr.store.replace_many([arr.key(p.coords) for p in whole],
+                           (_whole_encoded(arr, p, value[p.out_selection]) for p in whole))
+
+
+def _whole_encoded(arr: ChunkedArray, p: ChunkProjection, region: np.ndarray) -> Buffer | None:
+    """The transient bytes to store for chunk `p` written whole with `region` (None: it is the
+    fill value, not stored)."""
+    chunk = _chunk_from_value(p, region, arr.chunk_shape, arr.dtype, arr.fill_value)
+    return _encoded(arr, arr.chain, chunk, transient=True)
 
 
 def _check_objects(arr: ChunkedArray, value: np.ndarray) -> None:
@@ -655,8 +659,7 @@ def _put(store: KvStore, key: str, data: Buffer | None) -> None:
 def _write_chunk(arr: ChunkedArray, p: ChunkProjection, region: np.ndarray) -> None:
     key = arr.key(p.coords)
     if p.complete:  # nothing of the old chunk survives: no read
-        chunk = _chunk_from_value(p, region, arr.chunk_shape, arr.dtype, arr.fill_value)
-        arr.store.replace(key, _encoded(arr, arr.chain, chunk, transient=True))
+        arr.store.replace(key, _whole_encoded(arr, p, region))
         return
     with arr.store.lock(key):
         chunk = _merged(arr.chain, arr.store.get(key), key, p, region, arr.chunk_shape,

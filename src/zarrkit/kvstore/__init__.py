@@ -9,6 +9,7 @@ from .object_store import ObjectStore
 from .url import (
     KvStoreDriver,
     OpenOptions,
+    close_opened,
     finish_opened,
     get_kvstore_driver,
     kvstore_spec,
@@ -31,6 +32,7 @@ __all__ = [
     "ObjectStore",
     "OpenOptions",
     "ZipStore",
+    "close_opened",
     "finish_opened",
     "get_kvstore_driver",
     "kvstore_spec",

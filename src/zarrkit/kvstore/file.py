@@ -482,11 +482,11 @@ class FileStore(KvStore):
         return self._open_in_root(rel, parent, _DIR_FLAGS, key, allow_root=True), parent, name
 
     def replace_many(self, keys: Sequence[str], values: Iterable[Buffer | None]) -> None:
-        """`replace` of each key, holding the directory last written in open (consecutive chunk
-        keys mostly share theirs, and opening it with the escape checks costs half as much as
-        writing a small chunk), and locking each run of consecutive chunk keys with one call
-        (`_lock_runs`). A directory removed meanwhile is noticed by the file creation in it
-        failing, and opened again."""
+        """`replace` of each key, locking each run of consecutive chunk keys with one call
+        (`_lock_runs`), and holding the directory last written in open while /proc still
+        resolves it to the key's directory (`_HeldDir.take`: a readlink instead of an openat2
+        of the whole path, ~6 against ~7.5 us here). Otherwise, or when its file creation fails
+        (removed meanwhile), the directory is opened again by its path with the escape checks."""
         for key in keys:
             self._check_writable(key)
             self._path(key)

@@ -373,10 +373,16 @@ def finish_opened(store: KvStore, where: Any, *,
     (a path, URL or spec, not a store object): close it, which finishes a zip archive (left
     open, its changes would be lost), and return a store to read the result from: `store`
     when closing ended nothing, else `where` opened again read-only."""
-    if isinstance(where, KvStore):
-        return store
-    store.close()
-    if not isinstance(store, ZipStore):  # the others stay usable after close()
-        return store
+    if not close_opened(store, where) or not isinstance(store, ZipStore):
+        return store  # the caller's own, or a store still usable after close()
     return open_kvstore(where, read_only=True, storage_options=storage_options)[0]
+
+
+def close_opened(store: KvStore, where: Any) -> bool:
+    """Close `store` if it was opened from `where` (a path, URL or spec), not given as a store
+    object (the caller's to close); whether it was closed."""
+    if isinstance(where, KvStore):
+        return False
+    store.close()
+    return True
 
