@@ -236,11 +236,11 @@ def job_meta_writer(root: str, iteration: int, progress: str) -> None:
 
 
 def job_cells(root: str, cells: list[list[int]], inner: list[int], base: int, rounds: int,
-              start_at: float) -> None:
+              start_at: float, path: str = "") -> None:
     """Write whole inner chunks `cells` (inner-chunk coordinates), `rounds` times each."""
     import zarrkit
 
-    a = zarrkit.open_array(root, mode="r+")
+    a = zarrkit.open_array(root, mode="r+", path=path or None)
     _sleep_until(start_at)
     for r in range(rounds):
         for y, x in cells:

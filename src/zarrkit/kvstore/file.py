@@ -16,12 +16,14 @@ Key "a/b/c" is the file `<root>/a/b/c`. Design points:
   and listing use `realpath` (rare or already expensive operations). `exists` and `size` open
   with O_PATH where there is one: the same checks, without needing permission to read the value.
 * `lock(key)` / `lock_shared(key)` combine a per-key thread lock with a lock between processes:
-  on Linux an open-file-description lock on one byte (at a hash of the key; consecutive bytes
-  for consecutive chunk numbers, so `replace_many` locks a run of chunks at once) of the single
-  file `<root>/.zarrkit-locks/keys.lock`, so locking every chunk written creates no files; elsewhere
-  `fcntl.flock` on `<root>/.zarrkit-locks/<hash>.lock`. Lock files are never deleted (deleting
-  them would let two processes lock different files for the same key). Processes coordinate
-  only if they open the store at the same root directory.
+  on Linux an open-file-description lock on one byte (at a hash of the key's path below its
+  node; consecutive bytes for consecutive chunk numbers, so `replace_many` locks a run of chunks
+  at once) of the file `<node>/.zarrkit-locks/keys.lock`, so locking every chunk written creates
+  no files; elsewhere `fcntl.flock` on `<node>/.zarrkit-locks/<hash>.lock`. `<node>` is the
+  nearest directory at or above the key's, inside the root, that holds Zarr metadata (the root
+  when none does): processes that opened the store at different roots (`t.zarr` and
+  `t.zarr/a`) still lock the same byte. Lock files are not deleted while their node exists
+  (deleting them would let two processes lock different files for the same key).
 * The hot paths use plain string joins and raw descriptors: a small chunk read is one openat2,
   fstat, pread and close.
 
@@ -42,7 +44,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -71,6 +73,13 @@ from .base import (
 )
 
 LOCK_DIR = ".zarrkit-locks"
+#: Files whose presence makes a directory a Zarr node (v3; v2 array, group): locks live in the
+#: nearest node's directory, the same for every process whatever root it opened the store at.
+_NODE_FILES = ("zarr.json", ".zarray", ".zgroup")
+#: Nodes whose lock file description a store keeps open; locks in further nodes open their own.
+_MAX_LOCK_FILES = 64
+#: Key directories whose node a store remembers (then it forgets them all and looks again).
+_MAX_HOMES = 4096
 #: Ranges of one file whose gap is smaller than this are fetched with a single read.
 COALESCE_GAP = 4096
 #: Values from this size on are read into a thread's reused buffer by `get_transient` (malloc's
@@ -188,13 +197,13 @@ class FileStore(KvStore):
         self._base = root if root.endswith("/") else root + "/"
         self._real_root = os.path.realpath(root)
         self._real_base = self._real_root.rstrip("/") + "/"
-        self._lock_dir = self._base + LOCK_DIR
-        self._lock_file = _ProcessLockFile(self)
+        self._homes: dict[str, str] = {}  # key directory -> its node ("" or "<dir>/")
+        self._lock_files: dict[str, _ProcessLockFile] = {}  # node -> its lock file
 
     # -- key → path, and the escape checks ---------------------------------------------------
     def _path(self, key: str) -> str:
         validate_key(key)
-        if key.startswith(LOCK_DIR) and (len(key) == len(LOCK_DIR) or key[len(LOCK_DIR)] == "/"):
+        if LOCK_DIR in key and LOCK_DIR in key.split("/"):
             raise InvalidKeyError(f"invalid store key {key!r}: {LOCK_DIR!r} is reserved")
         if _TEMP_SUFFIX in key and any(map(_is_temp_name, key.split("/"))):
             # Listings would hide it and remove_temp_files would delete it as a dead write's.
@@ -412,14 +421,14 @@ class FileStore(KvStore):
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         top = self._prefix_dir(prefix)
-        return self._walk(top, prefix, os.path.realpath(top), (), at_root=not prefix)
+        return self._walk(top, prefix, os.path.realpath(top), ())
 
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         top = self._prefix_dir(prefix)
         real_top = os.path.realpath(top)
         keys: list[str] = []
         dirs: list[str] = []
-        for name, kind, real in self._children(top, real_top, (), at_root=not prefix):
+        for name, kind, real in self._children(top, real_top, ()):
             if kind == "file":
                 keys.append(name)
             elif next(self._walk(top + "/" + name, "", real, (real_top,)), None) is not None:
@@ -427,18 +436,18 @@ class FileStore(KvStore):
         return sorted(keys), sorted(dirs)
 
     def _walk(
-        self, path: str, key_prefix: str, real: str, seen: tuple[str, ...], at_root: bool = False
+        self, path: str, key_prefix: str, real: str, seen: tuple[str, ...]
     ) -> Iterator[str]:
         """Keys below directory `path`; `real` is its resolved path, `seen` those of its parents."""
         seen = (*seen, real)
-        for name, kind, child_real in self._children(path, real, seen, at_root):
+        for name, kind, child_real in self._children(path, real, seen):
             if kind == "file":
                 yield key_prefix + name
             else:
                 yield from self._walk(path + "/" + name, key_prefix + name + "/", child_real, seen)
 
     def _children(
-        self, path: str, real: str, seen: tuple[str, ...], at_root: bool
+        self, path: str, real: str, seen: tuple[str, ...]
     ) -> list[tuple[str, str, str]]:
         """(name, "file"|"dir", resolved path) of the entries of `path` that hold keys."""
         try:
@@ -452,7 +461,7 @@ class FileStore(KvStore):
         children = []
         for entry in entries:
             name = entry.name
-            if name[0] == "." and (_is_temp_name(name) or (at_root and name == LOCK_DIR)):
+            if name[0] == "." and (_is_temp_name(name) or name == LOCK_DIR):
                 continue
             if entry.is_symlink():
                 kind, child_real = self._symlink_kind(entry.path, seen)
@@ -493,7 +502,7 @@ class FileStore(KvStore):
         values = iter(values)
         held = _HeldDir()
         try:
-            for run in _lock_runs(keys) if self.lock_whole_writes else [keys]:
+            for run in _lock_runs(keys, self._lock_home) if self.lock_whole_writes else [keys]:
                 with _KeyLock(self, run) if self.lock_whole_writes else nullcontext():
                     for key in run:
                         self._replace_held(key, next(values, held), held)
@@ -514,6 +523,8 @@ class FileStore(KvStore):
 
     def _set(self, key: str, value: Buffer, held: _HeldDir | None = None) -> None:
         rel, _, name = key.rpartition("/")
+        if name in _NODE_FILES:
+            self._homes.clear()  # a node made: the lock homes below it change
         try:
             for _ in range(_WRITE_ATTEMPTS):
                 dir_fd = None if held is None else held.take(
@@ -576,6 +587,8 @@ class FileStore(KvStore):
         return True
 
     def _delete(self, key: str) -> None:
+        if key.endswith(_NODE_FILES):
+            self._homes.clear()
         try:
             dir_fd, parent, name = self._open_parent(key)
             if dir_fd is None:
@@ -619,26 +632,33 @@ class FileStore(KvStore):
             path = path.rpartition("/")[0]
 
     def delete_prefix(self, prefix: str) -> None:
-        """Delete every key under `prefix`, then its empty directories (the root and the lock
-        directory always stay)."""
+        """Delete every key under `prefix`, then its empty directories and the lock directories
+        of the nodes deleted (the root and its lock directory always stay)."""
         self._check_writable(prefix or "<root>")
         top = self._prefix_dir(prefix)
         for key in list(self.list_prefix(prefix)):
             self._delete(key)
+        self._homes.clear()  # the nodes deleted
         self._prune_tree(top, at_root=not prefix)
         if prefix:
             self._prune(top)
 
     def _prune_tree(self, path: str, at_root: bool) -> None:
-        """Remove the empty directories below `path`, deepest first (symlinks are not followed)."""
+        """Remove the empty directories below `path`, deepest first (symlinks are not followed),
+        and the lock directories of the nodes below `path` (gone: their keys were deleted)."""
         try:
             with os.scandir(path) as it:
-                subdirs = [e.path for e in it if e.is_dir(follow_symlinks=False)
-                           and not (at_root and e.name == LOCK_DIR)]
+                subdirs = [e for e in it if e.is_dir(follow_symlinks=False)]
         except OSError:
             return
-        for subdir in subdirs:
-            self._prune_tree(subdir, at_root=False)
+        for entry in subdirs:
+            subdir = entry.path
+            if entry.name == LOCK_DIR:
+                if at_root:
+                    continue
+                _remove_files(subdir)
+            else:
+                self._prune_tree(subdir, at_root=False)
             try:
                 os.rmdir(subdir)
             except OSError:
@@ -657,15 +677,47 @@ class FileStore(KvStore):
         self._path(key)
         return _KeyLock(self, (key,), shared=True)
 
-    def _open_lock_file(self, key: str) -> int:
+    def _lock_home(self, key: str) -> str:
+        """The node whose lock file holds `key`'s lock: the nearest directory at or above the
+        key's, inside the root, holding Zarr metadata ("" for the root, else "<dir>/"), or the
+        root when none does. Remembered per key directory: a node's chunks are written after
+        its metadata, and nodes are not made over into plain directories while in use."""
+        rel = key.rpartition("/")[0]
+        home = self._homes.get(rel)
+        if home is not None:
+            return home
+        walked = []
+        while rel and home is None:
+            walked.append(rel)
+            if any(os.path.isfile(self._base + rel + "/" + name) for name in _NODE_FILES):
+                home = rel + "/"
+            else:
+                rel = rel.rpartition("/")[0]
+                home = self._homes.get(rel)
+        if len(self._homes) > _MAX_HOMES:
+            self._homes.clear()
+        for rel in walked:
+            self._homes[rel] = home or ""
+        return home or ""
+
+    def _process_lock_file(self, home: str) -> _ProcessLockFile | None:
+        """This process's description of `home`'s lock file, or None when the store keeps
+        `_MAX_LOCK_FILES` open already (the lock then opens one of its own)."""
+        lock_file = self._lock_files.get(home)
+        if lock_file is None and len(self._lock_files) < _MAX_LOCK_FILES:
+            lock_file = self._lock_files.setdefault(home, _ProcessLockFile(self, home))
+        return lock_file
+
+    def _open_lock_file(self, key: str, home: str) -> int:
         name = _RANGE_LOCK_FILE if _OFD_SETLKW is not None else \
-            hashlib.sha256(key.encode()).hexdigest()[:32] + ".lock"
+            hashlib.sha256(key[len(home):].encode()).hexdigest()[:32] + ".lock"
+        lock_dir, rel = self._base + home + LOCK_DIR, home + LOCK_DIR
         try:
-            dir_fd = self._open_checked(self._lock_dir, _DIR_FLAGS, LOCK_DIR)
+            dir_fd = self._open_checked(lock_dir, _DIR_FLAGS, rel)
             if dir_fd is None:
-                self._check_path(self._lock_dir, LOCK_DIR)
-                os.makedirs(self._lock_dir, exist_ok=True)
-                dir_fd = self._open_checked(self._lock_dir, _DIR_FLAGS, LOCK_DIR)
+                self._check_path(lock_dir, rel)
+                os.makedirs(lock_dir, exist_ok=True)
+                dir_fd = self._open_checked(lock_dir, _DIR_FLAGS, rel)
                 if dir_fd is None:
                     raise FileNotFoundError(errno.ENOENT, "lock directory vanished")
             try:
@@ -690,7 +742,7 @@ class FileStore(KvStore):
         cutoff, removed = time.time() - older_than, []
         try:
             for top, dirs, files, dir_fd in os.fwalk(self._real_root, onerror=_raise_unless_gone):
-                if top == self._real_root and LOCK_DIR in dirs:
+                if LOCK_DIR in dirs:
                     dirs.remove(LOCK_DIR)
                 removed += [os.path.relpath(os.path.join(top, name), self._real_root)
                             for name in files
@@ -745,6 +797,18 @@ class _HeldDir:
             os.close(fd)
 
 
+def _remove_files(path: str) -> None:
+    """Best effort: remove the directory `path` and the files in it."""
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                if not entry.is_dir(follow_symlinks=False):
+                    os.unlink(entry.path)
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
 def _raise_unless_gone(exc: OSError) -> None:
     """fwalk's error handler: a directory removed meanwhile is fine; an unreadable one is not
     (silently skipping it would leave its temp files while reporting success)."""
@@ -784,21 +848,24 @@ def _hash62(text: str) -> int:
 _MAX_RUN = 256
 
 
-def _lock_runs(keys: Sequence[str]) -> list[Sequence[str]]:
-    """`keys` cut into runs whose lock bytes are consecutive and ascending, so that each run is
-    one range lock. Runs are taken one at a time and always in ascending order within a run,
-    which cannot deadlock with single-key holders or other batches."""
+def _lock_runs(keys: Sequence[str], home_of: Callable[[str], str] = lambda key: ""
+               ) -> list[Sequence[str]]:
+    """`keys` cut into runs whose lock bytes are consecutive and ascending in one lock file
+    (`home_of` a key: its node), so that each run is one range lock. Runs are taken one at a
+    time and always in ascending order within a run, which cannot deadlock with single-key
+    holders or other batches."""
     if _OFD_SETLKW is None:
         return [(key,) for key in keys]
     runs: list[Sequence[str]] = []
-    start, previous = 0, -2
+    start, previous, previous_home = 0, -2, ""
     for i, key in enumerate(keys):
-        offset = _range_offset(key)
-        if offset != previous + 1 or i - start == _MAX_RUN:
+        home = home_of(key)
+        offset = _range_offset(key[len(home):])
+        if offset != previous + 1 or home != previous_home or i - start == _MAX_RUN:
             if i > start:
                 runs.append(keys[start:i])
             start = i
-        previous = offset
+        previous, previous_home = offset, home
     if len(keys) > start:
         runs.append(keys[start:])
     return runs
@@ -853,8 +920,8 @@ class _ProcessLockFile:
     through a description inherited from the parent would not exclude the parent.
     """
 
-    def __init__(self, store: FileStore) -> None:
-        self._store = store
+    def __init__(self, store: FileStore, home: str) -> None:
+        self._store, self._home = store, home
         self._state = (-1, 0)  # (descriptor, pid that opened it)
         self._guard = threading.Lock()
         _LOCK_FILES.add(self)
@@ -875,7 +942,7 @@ class _ProcessLockFile:
         with self._guard:
             fd, pid = self._state
             if pid != os.getpid():
-                fd, pid = self._store._open_lock_file(key), os.getpid()
+                fd, pid = self._store._open_lock_file(key, self._home), os.getpid()
                 weakref.finalize(self, _close_in, fd, pid)
                 self._state = (fd, pid)
         return fd
@@ -893,9 +960,12 @@ class _KeyLock:
         self._thread_locks: list[Any] = [lock(store, key) for key in keys]
         self._fd = -1
         self._pid = 0  # the process that took the lock
+        self._home = store._lock_home(self._key)  # every key of a run has the same
         # Shared locks (and flock) need a description of their own; see _ProcessLockFile.
-        self._own_fd = shared or _OFD_SETLKW is None
-        self._offset = 0 if _OFD_SETLKW is None else _range_offset(self._key)
+        self._lock_file = None if shared or _OFD_SETLKW is None else \
+            store._process_lock_file(self._home)
+        self._own_fd = self._lock_file is None
+        self._offset = 0 if _OFD_SETLKW is None else _range_offset(self._key[len(self._home):])
 
     def __enter__(self) -> _KeyLock:
         taken = 0
@@ -915,7 +985,8 @@ class _KeyLock:
 
     def _lock(self) -> int:
         store = self._store
-        fd = store._open_lock_file(self._key) if self._own_fd else store._lock_file.descriptor(self._key)
+        fd = store._open_lock_file(self._key, self._home) if self._lock_file is None \
+            else self._lock_file.descriptor(self._key)
         if self._own_fd:
             _OWN_LOCK_FDS.add(fd)
         try:
