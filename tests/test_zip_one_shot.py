@@ -150,3 +150,62 @@ def test_closing_a_dataset_opened_from_a_zip_path_closes_the_archive(tmp_path):
     assert _descriptors_of(tmp_path / "x.zip") > before
     ds.close()
     assert _descriptors_of(tmp_path / "x.zip") == before
+
+
+def test_open_in_mode_w_at_the_root_writes_a_new_archive(tmp_path):
+    """Mode "w" for the root node replaces the whole archive: it is written anew rather than
+    copied and emptied key by key; for a node inside, the siblings stay."""
+    path = tmp_path / "x.zip"
+    big = zarrkit.open(path, mode="w", shape=(1000,), dtype="i4", chunks=(10,))
+    big[...] = 1
+    big.store.close()
+    a = zarrkit.open(path, mode="w", shape=(5,), dtype="i4")
+    assert a.store.mode == "w"
+    a[...] = 3
+    a.store.close()
+    assert sorted(ZipStore(path).list_prefix("")) == ["c/0", "zarr.json"]
+    g = zarrkit.open(path, mode="w")
+    g.create_array("keep", shape=(3,), dtype="i4")[...] = 2
+    g.store.close()
+    sub = zarrkit.open(path, mode="w", path="sub", shape=(2,), dtype="i4")
+    assert sub.store.mode == "a"
+    sub.store.close()
+    assert zarrkit.open(path, mode="r", path="keep")[...].tolist() == [2, 2, 2]
+
+
+def test_a_failed_open_in_mode_w_keeps_the_archive(tmp_path):
+    path = tmp_path / "x.zip"
+    a = zarrkit.open(path, mode="w", shape=(4,), dtype="i4", chunks=(2,))
+    a[...] = 7
+    a.store.close()
+    with pytest.raises(zarrkit.errors.ZarrkitError, match="chunks"):
+        zarrkit.open(path, mode="w", shape=(4,), dtype="i4", chunks="bad")
+    gc.collect()
+    assert zarrkit.open(path, mode="r")[...].tolist() == [7] * 4
+    assert os.listdir(tmp_path) == ["x.zip"]
+
+
+def test_a_rewritten_archive_keeps_its_permissions(tmp_path):
+    path = tmp_path / "x.zip"
+    with ZipStore(path, "w") as z:
+        z.set("k", b"1")
+        z.set("gone", b"2")
+    os.chmod(path, 0o640)
+    with ZipStore(path, "w") as z:  # written anew
+        z.set("k", b"3")
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    with ZipStore(path, "a") as z:  # compacted on close
+        z.set("k", b"4")
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    assert ZipStore(path).get("k") == b"4"
+
+
+def test_a_new_archive_in_a_missing_directory_is_created(tmp_path):
+    path = tmp_path / "new" / "dir" / "x.zip"
+    a = zarrkit.open(path, mode="w", shape=(3,), dtype="i4")
+    a[...] = 5
+    a.store.close()
+    assert zarrkit.open(path, mode="r")[...].tolist() == [5, 5, 5]
+    with pytest.raises(zarrkit.errors.StoreError):
+        ZipStore(tmp_path / "missing" / "y.zip", "r")  # reading creates nothing
+    assert not (tmp_path / "missing").exists()

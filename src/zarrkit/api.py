@@ -21,8 +21,12 @@ def _resolve(where: Any, path: str | None, mode: str,
              storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
     if mode not in _MODES:
         raise SpecError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
+    # Mode "w" for the node at the store's root replaces everything: a zip archive is then
+    # written anew (not copied and then emptied key by key); inside, siblings must stay.
+    whole = mode == "w" and not normalize_path(path or "")
     store, base = open_kvstore(where if where is not None else "memory://",
-                               read_only=mode == "r", storage_options=storage_options)
+                               read_only=mode == "r", mode="w" if whole else None,
+                               storage_options=storage_options)
     full = storage.join(base, normalize_path(path)) if path else base
     return store, normalize_path(full)
 

@@ -106,6 +106,8 @@ class ZipStore(KvStore):
         self._guard_fd = _lock_archive(self.path) if mode == "w" else -1
         # A new archive is written to a temp file that replaces `path` on close.
         fresh = mode == "w" or (mode == "a" and not os.path.exists(self.path))
+        if fresh:  # as a directory store makes its root: a new archive's directory too
+            _make_parent(self._real_path, self.path)
         self._work_path = _temp_path(self._real_path) if fresh else self.path
         try:
             self._zf, self._fd = self._open_archive()
@@ -341,6 +343,7 @@ class ZipStore(KvStore):
             self._compact()
         elif self._work_path != self.path:
             try:
+                _copy_mode(self._real_path, self._work_path)
                 os.replace(self._work_path, self._real_path)
             except OSError as exc:
                 raise StoreError(exc.errno, f"cannot replace zip store {self.path!r}; the new "
@@ -369,7 +372,8 @@ class ZipStore(KvStore):
                 for info in source.infolist():
                     if info.header_offset in keep:
                         _copy_entry(source, target, info)
-            shutil.copymode(self._work_path, temp)  # keep the archive's permissions
+            shutil.copymode(self._work_path, temp)
+            _copy_mode(self._real_path, temp)  # the replaced archive's, if there was one
             os.replace(temp, self._real_path)
         except BaseException as exc:
             if os.path.exists(temp):
@@ -420,6 +424,22 @@ class ZipStore(KvStore):
 def _same_file(a: int, b: int) -> bool:
     sa, sb = os.fstat(a), os.fstat(b)
     return (sa.st_ino, sa.st_dev) == (sb.st_ino, sb.st_dev)
+
+
+def _make_parent(real_path: str, path: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(real_path) or ".", exist_ok=True)
+    except OSError as exc:
+        raise StoreError(exc.errno, f"cannot create the directory of zip store {path!r}: "
+                         f"{exc.strerror}") from exc
+
+
+def _copy_mode(archive: str, temp: str) -> None:
+    """Give the archive `temp` replaces its permissions (a rewrite keeps them)."""
+    try:
+        shutil.copymode(archive, temp)
+    except FileNotFoundError:
+        pass  # a new archive: the process's default permissions
 
 
 def _lock_archive(path: str) -> int:
