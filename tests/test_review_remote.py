@@ -154,3 +154,23 @@ def test_storage_options_win_over_the_spec_in_either_spelling(given):
             "storage_options": {"key": "k", "secret": "s", "region": "ap-south-1", **given}}
     config = open_kvstore(spec)[0].location.options.config
     assert config["endpoint"] == "http://mine:1" and config["region"] == "ap-south-1"
+
+
+def test_consolidate_metadata_takes_storage_options_and_a_group(bucket, opts, tmp_path):
+    import zarrkit
+
+    url = f"s3://{bucket}/t.zarr"
+    g = zarrkit.open_group(url, mode="w", storage_options=opts)
+    g.create_array("a", shape=(3,), dtype="i4")
+    done = zarrkit.consolidate_metadata(url, storage_options=opts)
+    assert list(done.keys()) == ["a"]
+    reopened = zarrkit.open_group(url, mode="r", storage_options=opts)
+    doc = reopened.store.get(f"{reopened.path}/zarr.json".lstrip("/"))
+    assert b"consolidated_metadata" in bytes(doc)
+    local = zarrkit.open_group(tmp_path / "l.zarr", mode="w")
+    local.create_group("sub").create_array("x", shape=(2,), dtype="u1")
+    again = zarrkit.consolidate_metadata(local["sub"])  # a Group: its store and path
+    assert again.path == "sub" and list(again.keys()) == ["x"]
+    assert b"consolidated_metadata" in (tmp_path / "l.zarr" / "sub" / "zarr.json").read_bytes()
+    with pytest.raises(zarrkit.errors.NodeTypeError, match="is an array"):
+        zarrkit.consolidate_metadata(local["sub/x"])

@@ -21,6 +21,7 @@ from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER, v2_document, v3_
 from .metadata.json import json_dumps
 from .metadata.names import normalize_path
 from .metadata.v2 import ATTRS_KEY
+from .node import Node
 
 
 def _members(store: KvStore, path: str, zarr_format: int) -> list[tuple[str, Any]]:
@@ -54,11 +55,15 @@ def _v3_doc(metadata: Any) -> dict[str, Any]:
     return doc
 
 
-def consolidate_metadata(where: Any, *, path: str | None = None) -> Group:
-    """Record the metadata of every node below the group at `where` (written or refreshed).
-    A store opened here from a path (a zip archive) is closed when done; the group returned is
-    then opened again read-only."""
-    store, base = open_kvstore(where, read_only=False)
+def consolidate_metadata(where: Any, *, path: str | None = None,
+                         storage_options: dict[str, Any] | None = None) -> Group:
+    """Record the metadata of every node below the group at `where` (a path, URL, spec, store
+    or Group; written or refreshed). A store opened here from a path (a zip archive) is closed
+    when done; the group returned is then opened again read-only."""
+    if isinstance(where, Node):  # its store and path: the store stays the caller's
+        path = storage.join(where.path, normalize_path(path)) if path else where.path
+        where = where.store
+    store, base = open_kvstore(where, read_only=False, storage_options=storage_options)
     root = normalize_path(storage.join(base, normalize_path(path)) if path else base)
     metadata = storage.read_node(store, root)
     if formats.is_array(metadata):
@@ -75,6 +80,7 @@ def consolidate_metadata(where: Any, *, path: str | None = None) -> Group:
         member = v3_member({rel: _v3_doc(md) for rel, md in nodes.items()})
         updated = metadata.evolve(extra={**metadata.extra, V3_MEMBER: member})
         storage.write_metadata(store, root, updated)
-    node = finished_node(open_node(store, root, zarr_format=fmt), where)
+    node = finished_node(open_node(store, root, zarr_format=fmt), where,
+                         storage_options=storage_options)
     assert isinstance(node, Group)
     return node
