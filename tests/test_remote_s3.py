@@ -341,3 +341,38 @@ def test_gcs_and_azure_configure_without_requests(monkeypatch):
         open_kvstore("gs://bkt/x")
     with pytest.raises(CredentialsError, match="no Azure credentials"):
         open_kvstore("az://cont/x", storage_options={"account_name": "acct"})
+
+
+def test_yes_no_options_read_strings_as_config_files_write_them(monkeypatch):
+    """anon="false" (from a config file or environment) means no: truth-testing the string
+    made every such store anonymous."""
+    from zarrkit.kvstore._remote_options import gcs_options, s3_options
+
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID", raising=False)
+    monkeypatch.setenv("HOME", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    assert s3_options({"anon": "TRUE"}).config["skip_signature"] is True
+    signed = s3_options({"anon": "false", "key": "k", "secret": "s"}).config
+    assert "skip_signature" not in signed and signed["access_key_id"] == "k"
+    with pytest.raises(CredentialsError, match="no S3 credentials"):
+        s3_options({"anon": "no"})
+    with pytest.raises(SpecError, match="anon='maybe': expected True or False"):
+        s3_options({"anon": "maybe"})
+    with pytest.raises(SpecError, match="instance_metadata=2"):
+        s3_options({"key": "k", "secret": "s", "instance_metadata": 2})
+    assert gcs_options({"anon": "1"}).config["skip_signature"] is True
+
+
+def test_verify_false_accepts_any_certificate(bucket, opts):
+    """s3fs users turn TLS verification off with client_kwargs={"verify": False}; it was
+    passed on to obstore as an unknown option and refused."""
+    from zarrkit.kvstore._remote_options import s3_options
+
+    options = {**opts, "client_kwargs": {**opts.get("client_kwargs", {}), "verify": False}}
+    assert s3_options(options).client["allow_invalid_certificates"] is True
+    assert "allow_invalid_certificates" not in s3_options(opts).client
+    a = zarrkit.create(f"s3://{bucket}/v.zarr", shape=(3,), dtype="i4", storage_options=options)
+    a[...] = 4
+    assert a[...].tolist() == [4, 4, 4]
+    with pytest.raises(SpecError, match="CA bundle"):
+        s3_options({**opts, "verify": "/etc/ssl/ca.pem"})

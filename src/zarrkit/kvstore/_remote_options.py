@@ -76,11 +76,31 @@ def _rename(flat: dict[str, Any], aliases: Mapping[str, str | None], driver: str
     return out
 
 
+def _flag(opts: dict[str, Any], name: str) -> bool:
+    """Pop the yes/no option `name`: a bool, or a string as in a config file ("false" is no:
+    truth-testing the string would make it yes)."""
+    value = opts.pop(name, False)
+    if isinstance(value, str) and value.strip().lower() in _WORDS:
+        return _WORDS[value.strip().lower()]
+    if isinstance(value, bool | int) and value in (0, 1) or type(value).__name__ == "bool_":
+        return bool(value)
+    raise SpecError(f"storage option {name}={value!r}: expected True or False")
+
+
+_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
 def _common(opts: dict[str, Any]) -> dict[str, Any]:
     """Pull zarrkit's own options out of `opts` (in place) into RemoteOptions keywords."""
     kw: dict[str, Any] = {}
     client = {"connect_timeout": f"{float(opts.pop('connect_timeout', 5))}s",
               "timeout": f"{float(opts.pop('timeout', 120))}s"}
+    verify = opts.pop("verify", True)  # botocore's / requests' TLS switch (s3fs client_kwargs)
+    if isinstance(verify, str):
+        raise SpecError(f"storage option verify={verify!r}: a CA bundle path is not supported; "
+                        "give True, or False to accept any certificate")
+    if not verify:
+        client["allow_invalid_certificates"] = True
     kw["max_retries"] = int(opts.pop("max_retries", 3))
     kw["retry_timeout"] = float(opts.pop("retry_timeout", 30))
     locking = opts.pop("locking", "conditional")
@@ -120,10 +140,10 @@ def _aws_profile(name: str | None) -> dict[str, str]:
 def s3_options(options: Mapping[str, Any] | None) -> RemoteOptions:
     opts = _rename(_flatten(options), _S3_ALIASES, "s3")
     kw = _common(opts)
-    if opts.pop("anon", False):
+    if _flag(opts, "anon"):
         opts["skip_signature"] = True
     profile = opts.pop("profile", None)
-    metadata = bool(opts.pop("instance_metadata", False))
+    metadata = _flag(opts, "instance_metadata")
     # Like boto3: explicit keys win, then the environment, then the shared credentials file.
     if "access_key_id" not in opts and not opts.get("skip_signature") and (
             profile or not _env("AWS_ACCESS_KEY_ID")):
@@ -157,7 +177,7 @@ def gcs_options(options: Mapping[str, Any] | None) -> RemoteOptions:
     kw = _common(opts)
     token = opts.pop("token", None)
     opts.pop("project", None)  # gcsfs needs it for bucket creation only
-    if opts.pop("anon", False) or token == "anon":
+    if _flag(opts, "anon") or token == "anon":
         opts["skip_signature"] = True
     elif isinstance(token, Mapping):
         import json
@@ -166,7 +186,7 @@ def gcs_options(options: Mapping[str, Any] | None) -> RemoteOptions:
     elif isinstance(token, str) and token not in ("google_default", "cloud", "cache"):
         opts["service_account"] = token
     _allow_http(opts.get("base_url"), kw["client"])
-    metadata = bool(opts.pop("instance_metadata", False)) or token in ("cloud",)
+    metadata = _flag(opts, "instance_metadata") or token in ("cloud",)
     _check_gcs_credentials(opts, metadata)
     return RemoteOptions(config=opts, **kw)
 
@@ -193,7 +213,9 @@ def _check_gcs_credentials(opts: dict[str, Any], instance_metadata: bool) -> Non
 def azure_options(options: Mapping[str, Any] | None) -> RemoteOptions:
     opts = _rename(_flatten(options), _AZURE_ALIASES, "azure")
     kw = _common(opts)
-    metadata = bool(opts.pop("instance_metadata", False))
+    if "skip_signature" in opts:  # given as anon
+        opts["skip_signature"] = _flag(opts, "skip_signature")
+    metadata = _flag(opts, "instance_metadata")
     _allow_http(opts.get("endpoint"), kw["client"])
     if not (metadata or opts.get("skip_signature") or opts.get("use_emulator") or {
             "account_key", "sas_key", "token", "client_secret", "use_azure_cli",
