@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 pytest.importorskip("obstore")
@@ -174,3 +176,26 @@ def test_consolidate_metadata_takes_storage_options_and_a_group(bucket, opts, tm
     assert b"consolidated_metadata" in (tmp_path / "l.zarr" / "sub" / "zarr.json").read_bytes()
     with pytest.raises(zarrkit.errors.NodeTypeError, match="is an array"):
         zarrkit.consolidate_metadata(local["sub/x"])
+
+
+def test_a_lease_held_past_its_expiry_is_not_deleted_on_release(bucket, opts, monkeypatch):
+    """Held longer than LEASE_SECONDS, a lease may have been taken over by another writer:
+    deleting it on release deleted that writer's lease and let a third one in."""
+    import pickle
+
+    store, _ = open_kvstore(f"s3://{bucket}", storage_options=opts)
+    other = pickle.loads(pickle.dumps(store))
+    monkeypatch.setattr(object_store_module, "LEASE_SECONDS", 0.0)  # every lease born stale
+    first = store.lock("k")
+    first.__enter__()
+    second = other.lock("k")
+    second.__enter__()  # takes the stale lease over
+    lease = object_store_module._lease_key("k")
+    owner = bytes(store.get(lease))
+    with pytest.warns(UserWarning, match="held longer than its lease"):
+        first.__exit__(None, None, None)
+    assert bytes(store.get(lease)) == owner  # the second writer's lease is still there
+    monkeypatch.setattr(object_store_module, "LEASE_SECONDS", 60.0)
+    second.taken_at = time.monotonic()
+    second.__exit__(None, None, None)
+    assert store.get(lease) is None

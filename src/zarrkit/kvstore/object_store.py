@@ -546,11 +546,13 @@ class _LeaseLock:
         self.thread_lock = thread_lock
         self.lease = _lease_key(key)
         self.held = False
+        self.taken_at = 0.0
 
     def __enter__(self) -> _LeaseLock:
         self.thread_lock.acquire()
         try:
             self.held = self._acquire()
+            self.taken_at = time.monotonic()
         except BaseException:
             self.thread_lock.release()
             raise
@@ -559,10 +561,21 @@ class _LeaseLock:
     def __exit__(self, *exc: object) -> None:
         try:
             if self.held:
-                self.store._delete(self.lease)
+                self._release()
         finally:
             self.held = False
             self.thread_lock.release()
+
+    def _release(self) -> None:
+        """Delete the lease, unless it may have expired: another writer may have taken it over
+        then, and deleting would remove that writer's lease (a stale one is taken over anyway).
+        The margin allows for the clocks of other hosts running ahead."""
+        if time.monotonic() - self.taken_at < LEASE_SECONDS * 0.8:
+            self.store._delete(self.lease)
+            return
+        warnings.warn(f"{self.store.location.url}: the lock on {self.key!r} was held longer than "
+                      f"its lease ({LEASE_SECONDS:.0f} s), so another writer may have taken it "
+                      "over; the lease is left to expire", stacklevel=3)
 
     def _body(self) -> bytes:
         return json.dumps({"key": self.key, "owner": uuid.uuid4().hex,
