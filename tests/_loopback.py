@@ -76,7 +76,7 @@ def s3_options(endpoint: str) -> dict[str, Any]:
 class _Handler(SimpleHTTPRequestHandler):
     """Static files with byte ranges; `/forbidden/...` answers 403, `/unauthorized/...` 401,
     `/flaky/...` fails with 503 the first `flaky_failures` times each path is asked for, and
-    `/broken/...` always fails with 503. Ranged answers carry an ETag (weak when the server's
+    `/broken/...` always fails with 503, `/norange/...` ignores Range (answers 200). Ranged answers carry an ETag (weak when the server's
     `weak_etags` is set) and honour `If-Match` (412 when it differs), as nginx does."""
 
     server: _Server
@@ -108,6 +108,9 @@ class _Handler(SimpleHTTPRequestHandler):
         with self.server.lock:
             self.server.requests += 1
         if self._fault():
+            return
+        if self.path.startswith("/norange/"):  # a plain web server: Range ignored, 200 whole
+            super().do_GET()
             return
         match = _RANGE_RE.match(self.headers.get("Range", ""))
         path = self.translate_path(self.path)

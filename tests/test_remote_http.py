@@ -20,6 +20,7 @@ from zarrkit.errors import (  # noqa: E402
     ReadOnlyError,
     StoreError,
 )
+from zarrkit.kvstore import ByteRange  # noqa: E402
 
 DATA = np.arange(64 * 64, dtype="uint16").reshape(64, 64)
 
@@ -35,7 +36,7 @@ def _consolidate(path: str) -> None:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("www")
-    for top in ("", "flaky/", "broken/", "forbidden/"):
+    for top in ("", "flaky/", "broken/", "forbidden/", "norange/"):
         g = zarrkit.open_group(str(root / f"{top}tree.zarr"), mode="w",
                                attributes={"title": "served"})
         a = g.create_array("image", shape=DATA.shape, dtype="uint16", chunks=(8, 8),
@@ -180,3 +181,23 @@ def test_ranges_past_the_end_of_a_value_and_a_cut_short_shard(tmp_path):
         with pytest.raises(CorruptDataError, match=r"shard 'c/0/0': inner chunk at bytes "
                                                    r"\d+\+32 lies outside the shard"):
             cut[...]
+
+
+def test_a_server_ignoring_ranges_still_serves_sharded_arrays(server):
+    """Plain web servers answer a Range request with the whole file (200): the parts wanted
+    are cut from it, and once seen, each shard is fetched whole once per read."""
+    url = f"{server.url}/norange/tree.zarr/image"
+    a = zarrkit.open(url, mode="r")
+    np.testing.assert_array_equal(a[...], DATA)
+    before = server.requests
+    np.testing.assert_array_equal(a[3:5, 40:42], DATA[3:5, 40:42])
+    assert server.requests - before == 2  # the shard whole for its index, then its chunk
+    fresh = zarrkit.open(url, mode="r")
+    np.testing.assert_array_equal(fresh[30:34, 30:34], DATA[30:34, 30:34])
+    store = fresh.store
+    assert bytes(store.get("zarr.json", ByteRange(0, 1))) == b"{"
+    assert bytes(store.get("zarr.json", ByteRange.suffix(1))) == b"}"
+    got = store.get_many([("c/0/0", ByteRange(1, 2)), ("c/0/0", ByteRange.suffix(3)),
+                          ("missing", ByteRange(0, 1))])
+    whole = bytes(store.get("c/0/0"))
+    assert [None if g is None else bytes(g) for g in got] == [whole[1:3], whole[-3:], None]

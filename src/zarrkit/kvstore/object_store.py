@@ -4,7 +4,9 @@ Built on obstore (Rust `object_store`): requests run outside the GIL, ranges of 
 fetched with one coalesced request (`get_ranges`), and `get_many` over several keys runs them
 concurrently on a background event loop. Measured against fsspec/s3fs on a loopback S3 server
 (400 x 64 KiB objects, 8 threads: 2.4 s vs 7.3 s; 256 ranges of one 16 MiB object: 21 ms vs
-4.7 s), and a single wheel without dependencies, hence the choice.
+4.7 s), and a single wheel without dependencies, hence the choice. A server that answers a
+range with the whole value (plain web servers ignore Range) is noticed once; from then on the
+store cuts ranges from whole values, one GET per key and batch.
 
 Errors become zarrkit errors naming the key and endpoint: missing or rejected credentials
 (`CredentialsError`), 403 (`PermissionDeniedError`), connection failures
@@ -50,7 +52,7 @@ from ..errors import (
     StoreUnreachableError,
 )
 from ._remote_options import RemoteOptions
-from ._util import coalesce
+from ._util import coalesce, resolve_range
 from .base import Buffer, ByteRange, GenerationMismatch, KvStore, validate_key, validate_prefix
 
 LOCK_DIR = ".zarrkit-locks"
@@ -196,6 +198,15 @@ def _is_whole_answer(exc: BaseException) -> bool:
     return "non-partial response" in _short(exc)
 
 
+def _ignores_ranges(exc: BaseException) -> bool:
+    """A range answered with the whole value, or refused for that reason (HTTP store)."""
+    return _is_whole_answer(exc) or "Range request not supported" in str(exc)
+
+
+class _RangesIgnored(Exception):
+    """The server answered a conditional range request with the whole value."""
+
+
 def _is_unsatisfiable(exc: BaseException) -> bool:
     text = str(exc)
     status = _STATUS.search(text)
@@ -247,6 +258,9 @@ class ObjectStore(KvStore):
         self._client = build_client(location)
         self._obs = _obstore()
         self._leases = location.options.locking and location.kind != "http"
+        # Set once the server answered a range of a non-empty value with all of it (plain
+        # web servers ignore Range): ranges are then cut from whole values, one GET per key.
+        self._whole_only = False
 
     # -- reading -----------------------------------------------------------------------------
     def _fail(self, exc: BaseException, action: str, key: str) -> StoreError:
@@ -256,24 +270,36 @@ class ObjectStore(KvStore):
         validate_key(key)
         if byte_range is not None and byte_range.length == 0:
             return b"" if self.exists(key) else None
+        if byte_range is not None and self._whole_only:
+            return self._cut(key, [byte_range])[0]
         try:
             options = {} if byte_range is None else {"range": _range_option(byte_range)}
             return memoryview(self._obs.get(self._client, key, options=options).bytes())
         except Exception as exc:  # noqa: BLE001 - sorted into missing / past the end / errors
-            return self._get_failed(exc, key)
+            return self._get_failed(exc, key, byte_range)
+
+    def _cut(self, key: str, ranges: Sequence[ByteRange | None]) -> list[Buffer | None]:
+        """`ranges` of `key` cut from one GET of the whole value (for servers ignoring Range)."""
+        try:
+            whole = memoryview(self._obs.get(self._client, key).bytes())
+        except Exception as exc:  # noqa: BLE001
+            return [self._get_failed(exc, key)] * len(ranges)
+        if len(whole):  # an empty value's suffix is answered whole by S3 too: not a sign
+            self._whole_only = True
+        return [whole[slice(*resolve_range(rng, len(whole)))] for rng in ranges]
 
     def get_with_generation(self, key: str, byte_range: ByteRange | None = None
                             ) -> tuple[Buffer | None, Hashable | None]:
         """The value and its ETag (None for a weak one, which `If-Match` never matches)."""
         validate_key(key)
-        if byte_range is not None and byte_range.length == 0:
+        if byte_range is not None and (byte_range.length == 0 or self._whole_only):
             return self.get(key, byte_range), None
         try:
             options = {} if byte_range is None else {"range": _range_option(byte_range)}
             result = self._obs.get(self._client, key, options=options)
             value = memoryview(result.bytes())
         except Exception as exc:  # noqa: BLE001
-            return self._get_failed(exc, key), None
+            return self._get_failed(exc, key, byte_range), None
         etag = result.meta.get("e_tag")
         return value, etag if etag and not etag.startswith("W/") else None
 
@@ -289,6 +315,18 @@ class ObjectStore(KvStore):
 
     async def _fetch_if(self, key: str, ranges: Sequence[ByteRange], etag: str,
                         results: list[Buffer | None]) -> None:
+        try:
+            await self._fetch_ranges_if(key, ranges, etag, results)
+        except _RangesIgnored:
+            whole = await self._get_range_if(key, None, etag)
+            if len(whole):
+                self._whole_only = True
+            results[:] = [whole[slice(*resolve_range(rng, len(whole)))] for rng in ranges]
+
+    async def _fetch_ranges_if(self, key: str, ranges: Sequence[ByteRange], etag: str,
+                               results: list[Buffer | None]) -> None:
+        if self._whole_only:
+            raise _RangesIgnored
         spans = []
         for i, rng in enumerate(ranges):
             if rng.offset >= 0 and rng.length is not None:  # (the engine asks only these)
@@ -306,10 +344,11 @@ class ObjectStore(KvStore):
         await asyncio.gather(*(group(g) for g in coalesce(sorted(spans), COALESCE_GAP)))
 
     async def _get_range_if(self, key: str, rng: Any, etag: str) -> memoryview:
-        """One range of the value whose ETag is `etag`; empty when it lies past the end."""
+        """One range (None: all) of the value whose ETag is `etag`; empty when it lies past the
+        end; _RangesIgnored when the server answered a range with the whole value."""
+        options = {"if_match": etag} if rng is None else {"range": rng, "if_match": etag}
         try:
-            result = await self._obs.get_async(self._client, key,
-                                               options={"range": rng, "if_match": etag})
+            result = await self._obs.get_async(self._client, key, options=options)
             return memoryview(await result.bytes_async())
         except Exception as exc:  # noqa: BLE001
             if _is_missing(exc) or isinstance(exc, self._obs.exceptions.PreconditionError):
@@ -317,17 +356,18 @@ class ObjectStore(KvStore):
                                          "value") from None
             if _is_unsatisfiable(exc):
                 return memoryview(b"")
-            if _is_whole_answer(exc) and await asyncio.to_thread(self.size, key) == 0:
-                return memoryview(b"")  # a suffix of an empty object, as in `_get_failed`
+            if _ignores_ranges(exc):
+                raise _RangesIgnored from None  # (a suffix of an empty object on S3 too)
             raise self._fail(exc, "read", key) from None
 
-    def _get_failed(self, exc: BaseException, key: str) -> Buffer | None:
+    def _get_failed(self, exc: BaseException, key: str, rng: ByteRange | None = None
+                    ) -> Buffer | None:
         if _is_missing(exc):
             return None
         if _is_unsatisfiable(exc):  # a range past the end: what exists there is nothing
             return b"" if self.exists(key) else None
-        if _is_whole_answer(exc) and self.size(key) == 0:
-            return b""  # S3 answers a suffix of an empty object with all of it (200, not 206)
+        if rng is not None and _ignores_ranges(exc):
+            return self._cut(key, [rng])[0]  # (S3 answers an empty value's suffix whole too)
         raise self._fail(exc, "read", key) from None
 
     def get_many(self, requests: Sequence[tuple[str, ByteRange | None]]
@@ -354,6 +394,9 @@ class ObjectStore(KvStore):
 
     async def _fetch_key(self, key: str, wanted: list[tuple[int, ByteRange | None]],
                          results: list[Buffer | None]) -> None:
+        if self._whole_only and any(r is not None for _, r in wanted):
+            await self._cut_into(key, wanted, results)
+            return
         bounded, others = [], []
         for i, r in wanted:
             is_bounded = r is not None and r.offset >= 0 and bool(r.length)
@@ -368,6 +411,9 @@ class ObjectStore(KvStore):
         except Exception as exc:  # noqa: BLE001 - missing keys read as None
             if _is_missing(exc):
                 return
+            if _ignores_ranges(exc):
+                await self._cut_into(key, wanted, results)
+                return
             # Some range past the end: one by one. (Its coalesced request cut short by the
             # object's end, object_store slices past what came and panics.)
             if not (_is_unsatisfiable(exc) or _is_panic(exc)):
@@ -377,6 +423,12 @@ class ObjectStore(KvStore):
         for i, r in others:  # after a fallback too: left out, they would read as missing
             results[i] = await self._get_one(key, r)
 
+    async def _cut_into(self, key: str, wanted: list[tuple[int, ByteRange | None]],
+                        results: list[Buffer | None]) -> None:
+        cut = await asyncio.to_thread(self._cut, key, [r for _, r in wanted])
+        for (i, _), value in zip(wanted, cut, strict=True):
+            results[i] = value
+
     async def _get_one(self, key: str, rng: ByteRange | None) -> Buffer | None:
         if rng is not None and rng.length == 0:
             return await asyncio.to_thread(self.get, key, rng)
@@ -385,7 +437,7 @@ class ObjectStore(KvStore):
             result = await self._obs.get_async(self._client, key, options=options)
             return memoryview(await result.bytes_async())
         except Exception as exc:  # noqa: BLE001
-            return self._get_failed(exc, key)
+            return self._get_failed(exc, key, rng)
 
     def _head(self, key: str) -> dict[str, Any] | None:
         try:
