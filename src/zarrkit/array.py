@@ -22,18 +22,15 @@ from .errors import (
 )
 from .indexing import (
     Plan,
-    as_tuple,
-    basic_plan,
     chunk_region,
-    expand_ellipsis,
-    is_int,
-    numpy_outer_plan,
+    numpy_plan,
     orthogonal_plan,
     vectorized_plan,
 )
 from .kvstore.base import KvStore
 from .metadata.v3 import ArrayMetadataV3
 from .node import Node
+from .selection_methods import SelectionMethods
 from .spec.node import SpecNode
 from .spec.view import as_numpy
 from .v2_chunk_keys import chunk_store
@@ -42,7 +39,7 @@ from .v2_chunk_keys import chunk_store
 _ENUMERATE_GRID_UP_TO = 1 << 16
 
 
-class Array(Node, SpecNode):
+class Array(Node, SpecNode, SelectionMethods):
     """A Zarr array. Index it like a numpy array; `oindex`/`vindex` for array indices."""
 
     def __init__(self, store: KvStore, path: str, metadata: ArrayMetadataV3, *,
@@ -172,21 +169,7 @@ class Array(Node, SpecNode):
         self._write(lambda: self._plan(selection), value)
 
     def _plan(self, selection: Any) -> Plan:
-        sel = as_tuple(selection)
-        arrays = [s for s in sel if isinstance(s, list | np.ndarray)]
-        if not arrays:
-            return basic_plan(sel, self.shape, self.chunks)
-        if len(arrays) == 1 and np.asarray(arrays[0]).dtype == bool \
-                and np.ndim(arrays[0]) == self.ndim != 1:  # a mask of the n-d or 0-d array
-            return vectorized_plan(sel, self.shape, self.chunks)
-        if len(arrays) == 1:  # numpy's semantics: orthogonal indexing, but for the axis order
-            return numpy_outer_plan(sel, self.shape, self.chunks)
-        full = expand_ellipsis(sel, self.ndim)
-        # only arrays and integers (numpy broadcasts them together): a point selection
-        if all(isinstance(s, list | np.ndarray) or is_int(s) for s in full):
-            return vectorized_plan(full, self.shape, self.chunks)
-        raise SelectionError("mixing several index arrays with slices is ambiguous; "
-                             "use .oindex[...] (outer) or .vindex[...] (points)")
+        return numpy_plan(selection, self.shape, self.chunks)
 
     def _read(self, plan: Plan) -> Any:
         result = chunk_io.read(self._engine, plan)
