@@ -77,7 +77,8 @@ class _Handler(SimpleHTTPRequestHandler):
     """Static files with byte ranges; `/forbidden/...` answers 403, `/unauthorized/...` 401,
     `/flaky/...` fails with 503 the first `flaky_failures` times each path is asked for, and
     `/broken/...` always fails with 503, `/norange/...` ignores Range (answers 200). Ranged answers carry an ETag (weak when the server's
-    `weak_etags` is set) and honour `If-Match` (412 when it differs), as nginx does."""
+    `weak_etags` is set) and honour `If-Match` (412 when it differs), as nginx does; so do the
+    whole answers under `/whole/...`, which ignores Range (nginx with `max_ranges 0`)."""
 
     server: _Server
 
@@ -112,6 +113,9 @@ class _Handler(SimpleHTTPRequestHandler):
         if self.path.startswith("/norange/"):  # a plain web server: Range ignored, 200 whole
             super().do_GET()
             return
+        if self.path.startswith("/whole/"):  # Range ignored, but ETags sent (nginx, max_ranges 0)
+            self._send_whole(self.translate_path(self.path))
+            return
         match = _RANGE_RE.match(self.headers.get("Range", ""))
         path = self.translate_path(self.path)
         if match is None or not os.path.isfile(path):
@@ -119,18 +123,45 @@ class _Handler(SimpleHTTPRequestHandler):
             return
         self._send_range(path, match.group(1), match.group(2))
 
+    def _etag(self, st: os.stat_result) -> str:
+        etag = f'"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"'
+        return "W/" + etag if self.server.weak_etags else etag
+
+    def _precondition_failed(self, etag: str) -> bool:
+        """412 sent when If-Match names another value (and the server honours If-Match)."""
+        wanted = (self.headers.get("If-Match") or "*").strip()
+        # If-Match compares strongly: a weak tag never matches one.
+        if not self.server.honour_if_match or wanted == "*" or (
+                wanted == etag and not etag.startswith("W/")):
+            return False
+        self.send_response(412)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
+
+    def _send_whole(self, path: str) -> None:
+        """The whole file (200) whatever Range says, with its ETag; If-Match honoured."""
+        if not os.path.isfile(path):
+            super().do_GET()
+            return
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            etag = self._etag(st)
+            if self._precondition_failed(etag):
+                return
+            body = f.read()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("ETag", etag)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def _send_range(self, path: str, first: str, last: str) -> None:
         st = os.stat(path)
         size = st.st_size
-        etag = f'"{st.st_ino:x}-{st.st_mtime_ns:x}-{size:x}"'
-        if self.server.weak_etags:
-            etag = "W/" + etag
-        wanted = (self.headers.get("If-Match") or "*").strip()
-        # If-Match compares strongly: a weak tag never matches one.
-        if wanted != "*" and (wanted != etag or etag.startswith("W/")):
-            self.send_response(412)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+        etag = self._etag(st)
+        if self._precondition_failed(etag):
             return
         if first:
             start, stop = int(first), min(int(last) + 1 if last else size, size)
@@ -167,6 +198,7 @@ class _Server(ThreadingHTTPServer):
         self.flaky_failures = flaky_failures
         self.requests = 0
         self.weak_etags = False
+        self.honour_if_match = True  # False: If-Match ignored (answered as if absent)
 
         def handler(*args: Any) -> _Handler:
             return _Handler(*args, directory=root)

@@ -201,3 +201,57 @@ def test_a_server_ignoring_ranges_still_serves_sharded_arrays(server):
                           ("missing", ByteRange(0, 1))])
     whole = bytes(store.get("c/0/0"))
     assert [None if g is None else bytes(g) for g in got] == [whole[1:3], whole[-3:], None]
+
+
+def test_a_server_ignoring_ranges_keeps_generation_checks(tmp_path):
+    """A server that ignores Range but sends ETags (nginx with max_ranges 0): the value read
+    whole for a range still has a generation, so a value replaced between a shard's index read
+    and its chunk read is noticed (the generation was dropped: no check at all)."""
+    from zarrkit.kvstore import open_kvstore
+    from zarrkit.kvstore.base import GenerationMismatch
+
+    (tmp_path / "whole").mkdir()
+    value = tmp_path / "whole" / "v"
+    value.write_bytes(b"0123456789")
+    with http_server(str(tmp_path)) as server:
+        store, _ = open_kvstore(f"{server.url}/whole")
+        for _ in range(2):  # the first time ranges are ignored, then in whole-value mode
+            data, generation = store.get_with_generation("v", ByteRange.suffix(4))
+            assert bytes(data) == b"6789" and generation is not None
+            got = store.get_ranges_if("v", [ByteRange(1, 2), ByteRange.suffix(1)], generation)
+            assert [bytes(g) for g in got] == [b"12", b"9"]
+        assert store._whole_only
+        value.write_bytes(b"abcdefghijk")  # replaced between the index read and the chunk read
+        with pytest.raises(GenerationMismatch):
+            store.get_ranges_if("v", [ByteRange(1, 2)], generation)
+        server.honour_if_match = False  # a server that ignores If-Match too: the ETag tells
+        data, generation = store.get_with_generation("v", ByteRange(0, 1))
+        value.write_bytes(b"replaced again")
+        with pytest.raises(GenerationMismatch):
+            store.get_ranges_if("v", [ByteRange(1, 2)], generation)
+
+
+def test_a_shard_replaced_mid_read_on_a_server_ignoring_ranges(tmp_path):
+    # The old index's offsets applied to the new shard read the wrong bytes (silently: the
+    # chunks are uncompressed); the generation check makes the read start over.
+    old = np.arange(1, 9, dtype="u4")
+    new = np.array([0, 0, 3, 4, 5, 6, 7, 8], dtype="u4")  # chunk 0 all fill: not stored
+    for name, values in (("whole/a.zarr", old), ("new.zarr", new)):
+        a = zarrkit.create(str(tmp_path / name), shape=(8,), dtype="u4", chunks=(2,),
+                           shards=(8,), codecs=[{"name": "bytes"}], fill_value=0)
+        a[...] = values
+    shard, replacement = tmp_path / "whole/a.zarr/c/0", (tmp_path / "new.zarr/c/0").read_bytes()
+    assert len(replacement) < len(shard.read_bytes())  # the offsets moved
+    with http_server(str(tmp_path)) as server:
+        a = zarrkit.open(f"{server.url}/whole/a.zarr", mode="r")
+        np.testing.assert_array_equal(a[...], old)  # (the server is seen to ignore Range)
+        fresh = zarrkit.open(f"{server.url}/whole/a.zarr", mode="r")
+        store, read = fresh.store, fresh.store.get_ranges_if
+
+        def replaced_first(*args, **kwargs):  # another writer, after the index was read
+            if shard.read_bytes() != replacement:
+                shard.write_bytes(replacement)
+            return read(*args, **kwargs)
+
+        store.get_ranges_if = replaced_first
+        np.testing.assert_array_equal(fresh[...], new)

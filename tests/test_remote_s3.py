@@ -375,3 +375,27 @@ def test_verify_false_accepts_any_certificate(bucket, opts):
     assert a[...].tolist() == [4, 4, 4]
     with pytest.raises(SpecError, match="CA bundle"):
         s3_options({**opts, "verify": "/etc/ssl/ca.pem"})
+
+
+def test_yes_no_options_take_numpy_values_and_the_obstore_spelling(monkeypatch):
+    """numpy's booleans (named numpy.bool in numpy 2, not bool_) and integers 0/1 are yes/no
+    values as Python's are; obstore's own name for anon, skip_signature, reads "false" as no
+    (truth-tested, it skipped the credential check and the profile's keys)."""
+    from zarrkit.kvstore._remote_options import azure_options, gcs_options, s3_options
+
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID", raising=False)
+    monkeypatch.setenv("HOME", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    for yes in (np.True_, np.int64(1), np.uint8(1)):
+        assert s3_options({"anon": yes}).config["skip_signature"] is True
+        assert gcs_options({"anon": yes}).config["skip_signature"] is True
+        assert azure_options({"account_name": "a", "anon": yes}).config["skip_signature"] is True
+    for no in (np.False_, np.int64(0)):
+        assert "skip_signature" not in s3_options({"anon": no, "key": "k", "secret": "s"}).config
+    with pytest.raises(SpecError, match="expected True or False"):
+        s3_options({"anon": np.int64(2)})
+    with pytest.raises(CredentialsError, match="no S3 credentials"):
+        s3_options({"skip_signature": "false"})
+    assert s3_options({"skip_signature": "true"}).config["skip_signature"] is True
+    with pytest.raises(CredentialsError, match="no GCS credentials"):
+        gcs_options({"skip_signature": "no"})

@@ -196,6 +196,147 @@ def test_a_lease_held_past_its_expiry_is_not_deleted_on_release(bucket, opts, mo
         first.__exit__(None, None, None)
     assert bytes(store.get(lease)) == owner  # the second writer's lease is still there
     monkeypatch.setattr(object_store_module, "LEASE_SECONDS", 60.0)
-    second.taken_at = time.monotonic()
+    second.taken_at, second.lease_seconds = time.monotonic(), 60.0  # a fresh lease
+    second.__exit__(None, None, None)
+    assert store.get(lease) is None
+
+
+class _Racing:
+    """obstore, as a store sees it, with another writer filling `key` right after S3 answered
+    a suffix of its empty value with all of it (200)."""
+
+    def __init__(self, real, store, key):
+        self._real, self._store, self._key = real, store, key
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def _filled(self, key, options):
+        if key == self._key and options and "range" in options:
+            self._key = None
+            self._store.set(key, b"filled meanwhile")
+
+    def get(self, client, key, options=None):
+        try:
+            return self._real.get(client, key, options=options)
+        except Exception:
+            self._filled(key, options)
+            raise
+
+    async def get_async(self, client, key, options=None):
+        try:
+            return await self._real.get_async(client, key, options=options)
+        except Exception:
+            self._filled(key, options)
+            raise
+
+
+@pytest.mark.parametrize("read", ["get", "get_with_generation", "get_many"])
+def test_an_empty_value_filled_meanwhile_leaves_s3_reading_ranges(bucket, opts, read):
+    # The suffix answered whole (the value was empty), the whole value read next is not: that
+    # is a writer in between, not a server ignoring Range; every range read whole from then on.
+    store, _ = open_kvstore(f"s3://{bucket}/p", storage_options=opts)
+    store.set("e", b"")
+    store.set("f", b"0123456789")
+    store._obs = _Racing(store._obs, store, "e")
+    if read == "get":
+        got = [store.get("e", ByteRange.suffix(3))]
+    elif read == "get_with_generation":
+        got = [store.get_with_generation("e", ByteRange.suffix(3))[0]]
+    else:
+        got = store.get_many([("e", ByteRange.suffix(3)), ("f", ByteRange(1, 2))])[:1]
+    assert bytes(got[0]) in (b"", b"ile")  # the value before or after the write
+    assert not store._whole_only
+
+
+class _Recording:
+    """obstore, recording the threads its blocking calls (get, head) run on."""
+
+    def __init__(self, real, threads):
+        self._real, self._threads = real, threads
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def get(self, *args, **kwargs):
+        import threading
+
+        self._threads.append(threading.current_thread().name)
+        return self._real.get(*args, **kwargs)
+
+    def head(self, *args, **kwargs):
+        import threading
+
+        self._threads.append(threading.current_thread().name)
+        return self._real.head(*args, **kwargs)
+
+
+def test_batched_fallbacks_do_not_run_on_the_event_loop(tmp_path):
+    """A range past the end (a HEAD follows) or ignored (a whole GET follows) in a batch: those
+    blocking requests ran on the event loop's thread, stalling every request in flight."""
+    from _loopback import http_server
+
+    for top in ("", "norange/"):
+        (tmp_path / top).mkdir(exist_ok=True)
+        for i in range(3):
+            (tmp_path / top / f"k{i}").write_bytes(b"0123456789")
+    with http_server(str(tmp_path)) as server:
+        for top, rng in (("", ByteRange(50)), ("norange/", ByteRange.suffix(3))):
+            store, _ = open_kvstore(f"{server.url}/{top}")
+            threads: list[str] = []
+            store._obs = _Recording(store._obs, threads)
+            got = store.get_many([(f"k{i}", rng) for i in range(3)])
+            assert [bytes(g) for g in got] == [bytes(rng.slice_of(b"0123456789"))] * 3
+            assert threads and "zarrkit-remote-io" not in threads, (top, threads)
+
+
+def test_a_lease_is_timed_from_when_its_expiry_was_written(bucket, opts, monkeypatch):
+    """A slow (retried) put of the lease eats into it: timed from the put's return, a lease
+    already expired and taken over was deleted on release, letting a third writer in."""
+    import pickle
+
+    store, _ = open_kvstore(f"s3://{bucket}", storage_options=opts)
+    other = pickle.loads(pickle.dumps(store))
+    monkeypatch.setattr(object_store_module, "LEASE_SECONDS", 1.0)
+    put = store._put
+
+    def slow_put(key, value, mode=None):
+        if mode == "create":
+            time.sleep(0.9)  # retries of a failing request
+        return put(key, value, mode)
+
+    monkeypatch.setattr(store, "_put", slow_put)
+    first = store.lock("k")
+    first.__enter__()
+    time.sleep(0.3)  # 1.2 s since its expiry (1 s ahead) was written
+    second = other.lock("k")
+    second.__enter__()  # takes the expired lease over
+    lease = object_store_module._lease_key("k")
+    owner = bytes(store.get(lease))
+    with pytest.warns(UserWarning, match="held longer than its lease"):
+        first.__exit__(None, None, None)
+    assert bytes(store.get(lease)) == owner
+    second.__exit__(None, None, None)  # a short hold deletes its lease
+    assert store.get(lease) is None
+
+
+def test_a_lease_lasts_what_was_written_into_it(bucket, opts, monkeypatch):
+    # LEASE_SECONDS changed while a lock is held: the lease written lasts the old time.
+    import pickle
+
+    store, _ = open_kvstore(f"s3://{bucket}", storage_options=opts)
+    other = pickle.loads(pickle.dumps(store))
+    monkeypatch.setattr(object_store_module, "LEASE_SECONDS", 0.5)
+    first = store.lock("k")
+    first.__enter__()
+    monkeypatch.setattr(object_store_module, "LEASE_SECONDS", 60.0)
+    time.sleep(0.6)
+    second = other.lock("k")
+    second.__enter__()  # takes the expired lease over
+    lease = object_store_module._lease_key("k")
+    owner = bytes(store.get(lease))
+    with pytest.warns(UserWarning, match="held longer than its lease"):
+        first.__exit__(None, None, None)
+    assert bytes(store.get(lease)) == owner
     second.__exit__(None, None, None)
     assert store.get(lease) is None

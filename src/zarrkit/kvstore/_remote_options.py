@@ -12,6 +12,7 @@ That fallback stays available on request (`"instance_metadata": True`).
 from __future__ import annotations
 
 import configparser
+import numbers
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -82,12 +83,24 @@ def _flag(opts: dict[str, Any], name: str) -> bool:
     value = opts.pop(name, False)
     if isinstance(value, str) and value.strip().lower() in _WORDS:
         return _WORDS[value.strip().lower()]
-    if isinstance(value, bool | int) and value in (0, 1) or type(value).__name__ == "bool_":
+    # numpy's booleans are named numpy.bool in numpy 2 (bool_ before), so a name test
+    # for "bool_" refused np.True_; numpy's integers 0/1 are numbers.Integral as Python's are.
+    if (isinstance(value, numbers.Integral) or type(value).__name__ in ("bool", "bool_")) \
+            and value in (0, 1):
         return bool(value)
     raise SpecError(f"storage option {name}={value!r}: expected True or False")
 
 
 _WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def _native_skip_signature(opts: dict[str, Any]) -> None:
+    """obstore's own name for anon, read as a yes/no option too: truth-tested by the
+    credential checks, skip_signature="false" skipped them (and an AWS profile's keys), while
+    obstore read it as no and signed without credentials (instance metadata, a long wait)."""
+    if "skip_signature" in opts:
+        if _flag(opts, "skip_signature"):
+            opts["skip_signature"] = True
 
 
 def _common(opts: dict[str, Any]) -> dict[str, Any]:
@@ -140,6 +153,7 @@ def _aws_profile(name: str | None) -> dict[str, str]:
 def s3_options(options: Mapping[str, Any] | None) -> RemoteOptions:
     opts = _rename(_flatten(options), _S3_ALIASES, "s3")
     kw = _common(opts)
+    _native_skip_signature(opts)
     if _flag(opts, "anon"):
         opts["skip_signature"] = True
     profile = opts.pop("profile", None)
@@ -175,6 +189,7 @@ def _check_s3_credentials(opts: dict[str, Any], instance_metadata: bool) -> None
 def gcs_options(options: Mapping[str, Any] | None) -> RemoteOptions:
     opts = _rename(_flatten(options), _GCS_ALIASES, "gcs")
     kw = _common(opts)
+    _native_skip_signature(opts)
     token = opts.pop("token", None)
     opts.pop("project", None)  # gcsfs needs it for bucket creation only
     if _flag(opts, "anon") or token == "anon":

@@ -278,30 +278,56 @@ class ObjectStore(KvStore):
         except Exception as exc:  # noqa: BLE001 - sorted into missing / past the end / errors
             return self._get_failed(exc, key, byte_range)
 
-    def _cut(self, key: str, ranges: Sequence[ByteRange | None]) -> list[Buffer | None]:
+    def _cut(self, key: str, ranges: Sequence[ByteRange | None], sign: bool = True
+             ) -> list[Buffer | None]:
         """`ranges` of `key` cut from one GET of the whole value (for servers ignoring Range)."""
+        return self._cut_tagged(key, ranges, sign)[0]
+
+    def _cut_tagged(self, key: str, ranges: Sequence[ByteRange | None], sign: bool = True
+                    ) -> tuple[list[Buffer | None], Hashable | None]:
+        """`_cut`, and the whole value's ETag (None for a weak one). `sign`: whether the range
+        answered whole that led here shows the server ignores Range."""
         try:
-            whole = memoryview(self._obs.get(self._client, key).bytes())
+            result = self._obs.get(self._client, key)
+            whole = memoryview(result.bytes())
         except Exception as exc:  # noqa: BLE001
-            return [self._get_failed(exc, key)] * len(ranges)
-        if len(whole):  # an empty value's suffix is answered whole by S3 too: not a sign
+            return [self._get_failed(exc, key)] * len(ranges), None
+        if len(whole) and sign:  # an empty value's suffix is answered whole by S3 too
             self._whole_only = True
-        return [whole[slice(*resolve_range(rng, len(whole)))] for rng in ranges]
+        cut = [whole[slice(*resolve_range(rng, len(whole)))] for rng in ranges]
+        return cut, _strong(result.meta.get("e_tag"))
+
+    def _a_sign(self, rng: ByteRange) -> bool:
+        """Whether `rng` answered whole shows that the server ignores Range.
+
+        S3 answers a suffix of an empty value whole, so there a suffix answered whole
+        is no sign even when the whole value read next is not empty: the value may have been
+        empty then and written since, and taking it for one switched a healthy S3 store to
+        whole-value reads for good. A bounded range answered whole, there, is one."""
+        return rng.offset >= 0 or self.location.kind == "http"
 
     def get_with_generation(self, key: str, byte_range: ByteRange | None = None
                             ) -> tuple[Buffer | None, Hashable | None]:
         """The value and its ETag (None for a weak one, which `If-Match` never matches)."""
         validate_key(key)
-        if byte_range is not None and (byte_range.length == 0 or self._whole_only):
+        if byte_range is not None and byte_range.length == 0:
             return self.get(key, byte_range), None
+        # A range cut from the whole value keeps the whole value's ETag: returned as
+        # None, every later conditional read of the key went unchecked, and a shard replaced
+        # between its index read and its chunk read was read at the old index's offsets.
+        if byte_range is not None and self._whole_only:
+            value, etag = self._cut_tagged(key, [byte_range])
+            return value[0], etag
         try:
             options = {} if byte_range is None else {"range": _range_option(byte_range)}
             result = self._obs.get(self._client, key, options=options)
             value = memoryview(result.bytes())
         except Exception as exc:  # noqa: BLE001
+            if byte_range is not None and _ignores_ranges(exc):
+                cut, etag = self._cut_tagged(key, [byte_range], self._a_sign(byte_range))
+                return cut[0], etag
             return self._get_failed(exc, key, byte_range), None
-        etag = result.meta.get("e_tag")
-        return value, etag if etag and not etag.startswith("W/") else None
+        return value, _strong(result.meta.get("e_tag"))
 
     def get_ranges_if(self, key: str, ranges: Sequence[ByteRange], generation: Hashable | None,
                       transient: bool = False) -> list[Buffer | None]:
@@ -349,7 +375,7 @@ class ObjectStore(KvStore):
         options = {"if_match": etag} if rng is None else {"range": rng, "if_match": etag}
         try:
             result = await self._obs.get_async(self._client, key, options=options)
-            return memoryview(await result.bytes_async())
+            value = memoryview(await result.bytes_async())
         except Exception as exc:  # noqa: BLE001
             if _is_missing(exc) or isinstance(exc, self._obs.exceptions.PreconditionError):
                 raise GenerationMismatch(f"{key!r} in {self.location.url} holds a new "
@@ -359,6 +385,12 @@ class ObjectStore(KvStore):
             if _ignores_ranges(exc):
                 raise _RangesIgnored from None  # (a suffix of an empty object on S3 too)
             raise self._fail(exc, "read", key) from None
+        # A server that ignores Range may ignore If-Match as well: the whole value's
+        # own ETag tells whether it is still the value asked for.
+        tag = result.meta.get("e_tag")
+        if rng is None and tag and tag != etag:
+            raise GenerationMismatch(f"{key!r} in {self.location.url} holds a new value")
+        return value
 
     def _get_failed(self, exc: BaseException, key: str, rng: ByteRange | None = None
                     ) -> Buffer | None:
@@ -367,7 +399,8 @@ class ObjectStore(KvStore):
         if _is_unsatisfiable(exc):  # a range past the end: what exists there is nothing
             return b"" if self.exists(key) else None
         if rng is not None and _ignores_ranges(exc):
-            return self._cut(key, [rng])[0]  # (S3 answers an empty value's suffix whole too)
+            # (S3 answers an empty value's suffix whole too: see _cut_tagged)
+            return self._cut(key, [rng], self._a_sign(rng))[0]
         raise self._fail(exc, "read", key) from None
 
     def get_many(self, requests: Sequence[tuple[str, ByteRange | None]]
@@ -437,7 +470,10 @@ class ObjectStore(KvStore):
             result = await self._obs.get_async(self._client, key, options=options)
             return memoryview(await result.bytes_async())
         except Exception as exc:  # noqa: BLE001
-            return self._get_failed(exc, key, rng)
+            # In a worker thread: its fallbacks (a HEAD for a range past the end, a
+            # whole GET for a range ignored) are blocking requests, which on the event loop's
+            # thread stalled every request in flight, of every remote store, one after another.
+            return await asyncio.to_thread(self._get_failed, exc, key, rng)
 
     def _head(self, key: str) -> dict[str, Any] | None:
         try:
@@ -554,6 +590,11 @@ class ObjectStore(KvStore):
         return _rebuild, (self.location, self.read_only)
 
 
+def _strong(etag: str | None) -> str | None:
+    """`etag` if it is a strong one (a weak one never matches `If-Match`), else None."""
+    return etag if etag and not etag.startswith("W/") else None
+
+
 def _range_option(rng: ByteRange) -> Any:
     if rng.offset < 0:
         return {"suffix": -rng.offset}
@@ -598,13 +639,13 @@ class _LeaseLock:
         self.thread_lock = thread_lock
         self.lease = _lease_key(key)
         self.held = False
-        self.taken_at = 0.0
+        self.taken_at = 0.0  # (monotonic) when the held lease's expiry was written
+        self.lease_seconds = LEASE_SECONDS  # how long that lease lasts
 
     def __enter__(self) -> _LeaseLock:
         self.thread_lock.acquire()
         try:
             self.held = self._acquire()
-            self.taken_at = time.monotonic()
         except BaseException:
             self.thread_lock.release()
             raise
@@ -622,16 +663,21 @@ class _LeaseLock:
         """Delete the lease, unless it may have expired: another writer may have taken it over
         then, and deleting would remove that writer's lease (a stale one is taken over anyway).
         The margin allows for the clocks of other hosts running ahead."""
-        if time.monotonic() - self.taken_at < LEASE_SECONDS * 0.8:
+        if time.monotonic() - self.taken_at < self.lease_seconds * 0.8:
             self.store._delete(self.lease)
             return
         warnings.warn(f"{self.store.location.url}: the lock on {self.key!r} was held longer than "
-                      f"its lease ({LEASE_SECONDS:.0f} s), so another writer may have taken it "
-                      "over; the lease is left to expire", stacklevel=3)
+                      f"its lease ({self.lease_seconds:.0f} s), so another writer may have taken "
+                      "it over; the lease is left to expire", stacklevel=3)
 
     def _body(self) -> bytes:
+        # The lease's clock starts when its expiry is written, not when the put that
+        # stores it returns (a put retried for 30 s ate into the lease unseen, and a lease
+        # already expired was deleted on release); its length is the one written into it, not
+        # LEASE_SECONDS as it is at release. Each attempt writes a new body: the last is held.
+        self.taken_at, self.lease_seconds = time.monotonic(), LEASE_SECONDS
         return json.dumps({"key": self.key, "owner": uuid.uuid4().hex,
-                           "expires": time.time() + LEASE_SECONDS}).encode()
+                           "expires": time.time() + self.lease_seconds}).encode()
 
     def _acquire(self) -> bool:
         """Take the lease; False when the backend has no conditional writes."""
