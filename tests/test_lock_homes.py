@@ -5,6 +5,7 @@ go with their node."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import threading
@@ -210,3 +211,118 @@ def test_attribute_updates_through_different_roots_are_all_kept(tmp_path, zygote
     attrs = zarrkit.open_array(root, path="arr", mode="r").attrs.asdict()
     assert sorted(attrs) == sorted(f"w{w}_{i}" for w in range(workers) for i in range(names_each))
     np.testing.assert_array_equal(zarrkit.open_array(root / "arr", mode="r")[...], 0)
+
+
+# -- review: lock files of deleted nodes, symlinks, the homes memo ----------------------------
+def test_a_node_deleted_and_made_again_is_locked_in_its_new_lock_file(tmp_path):
+    """delete_prefix removes a deleted node's lock file; a store that had opened the old one
+    (this store, or a store in another process) must not keep locking it: a process opening
+    the new file would hold the same key at the same time."""
+    root = _hierarchy(tmp_path)
+    store = FileStore(root)
+    with store.lock("a/c/0"):  # opens a/.zarrkit-locks/keys.lock and keeps it open
+        pass
+    zarrkit.open_array(root, path="a", mode="w", shape=(8,), dtype="uint8", chunks=(4,))
+    # the node was deleted by another store object (as another process would)
+    assert _other_process_waits(root, "a/c/0", store, "a/c/0")
+    store.delete_prefix("a/")  # now through this store itself
+    zarrkit.open_array(root, path="a", mode="w", shape=(8,), dtype="uint8", chunks=(4,))
+    assert _other_process_waits(root, "a/c/0", store, "a/c/0")
+
+
+def test_a_lock_file_deleted_while_waiting_is_not_held(tmp_path):
+    """A lock taken on a lock file that was deleted while the taker waited excludes nobody who
+    opens the file at the path now: the taker starts over on the current file."""
+    root = _hierarchy(tmp_path)
+    taken, done = threading.Event(), threading.Event()
+
+    def taker():
+        with FileStore(root).lock("a/c/0"):  # waits on the file deleted below
+            taken.set()
+            done.wait(60)
+    thread = threading.Thread(target=taker)
+    try:
+        with FileStore(root).lock("a/c/0"):
+            thread.start()
+            time.sleep(0.3)  # the taker waits on the lock file by now
+            os.unlink(root / "a" / LOCK_DIR / "keys.lock")  # as another process's delete_prefix
+        assert taken.wait(60)
+
+        @contextlib.contextmanager
+        def held_by_the_taker(key):
+            yield
+            done.set()
+            thread.join(60)
+        holder = type("Holder", (), {"lock": staticmethod(held_by_the_taker)})
+        assert _other_process_waits(root, "a/c/0", holder, "a/c/0")
+    finally:
+        done.set()
+        thread.join(60)
+
+
+def test_lock_home_lookup_does_not_follow_links_out_of_the_root(tmp_path):
+    """A directory linked to a hierarchy outside the root is not a node of this store: its
+    metadata is not looked at, and the write is refused naming the key (not a lock directory
+    the user never named)."""
+    outside = tmp_path / "outside"
+    zarrkit.open_group(outside, mode="w")
+    root = tmp_path / "t.zarr"
+    root.mkdir()
+    (root / "link").symlink_to(outside)
+    store = FileStore(root)
+    with pytest.raises(InvalidKeyError) as info:
+        store.set("link/c/0", b"x")
+    assert "'link/c/0'" in str(info.value) and LOCK_DIR not in str(info.value)
+    assert not (outside / LOCK_DIR).exists()
+    with store.lock("link/c/0"):  # the root's lock file, as for any key outside a node
+        pass
+    assert not (outside / LOCK_DIR).exists()
+
+
+def test_a_home_found_while_a_node_is_made_is_not_remembered(tmp_path):
+    """A thread that looked for a key's node just before another thread made the node must
+    not leave its answer (the root) in the memo: this store would lock the node's chunks in
+    the root's lock file for good, other processes in the node's."""
+    root = tmp_path / "t.zarr"
+    store = FileStore(root)
+    store.set("zarr.json", b"{}")
+    real_is_node = store._is_node
+
+    def is_node_while_made(rel):
+        found = real_is_node(rel)
+        if rel == "a":
+            store.set("a/zarr.json", b"{}")  # another thread makes the node meanwhile
+        return found
+    store._is_node = is_node_while_made
+    store._lock_home("a/c/0")
+    store._is_node = real_is_node
+    assert store._lock_home("a/c/0") == "a/"
+
+
+def _waits_in_a_thread(store: FileStore, key: str, holder: FileStore, held_key: str) -> bool:
+    """Whether a thread locking `key` in `store` waits while `holder` holds `held_key` (two
+    store objects: only the lock between processes can exclude)."""
+    got = []
+
+    def take():
+        with store.lock(key):
+            got.append(1)
+    with holder.lock(held_key):
+        thread = threading.Thread(target=take)
+        thread.start()
+        thread.join(0.5)
+        waited = thread.is_alive()
+    thread.join(60)
+    return waited and got == [1]
+
+
+def test_the_flock_fallback_locks_a_node_the_same_at_either_root(tmp_path, monkeypatch):
+    """Without OFD locks (macOS, 32-bit): one flock file per key in the node's lock directory,
+    named by the key's path below the node, so stores at either root exclude each other."""
+    monkeypatch.setattr(file_store, "_OFD_SETLKW", None)
+    root = _hierarchy(tmp_path)
+    assert _waits_in_a_thread(FileStore(root / "a"), "c/0", FileStore(root), "a/c/0")
+    assert not _waits_in_a_thread(FileStore(root / "a"), "c/1", FileStore(root), "a/c/0")
+    names = os.listdir(root / "a" / LOCK_DIR)
+    assert len(names) == 2 and all(n.endswith(".lock") for n in names)
+    assert file_store._lock_runs(["a/c/0", "a/c/1"]) == [("a/c/0",), ("a/c/1",)]

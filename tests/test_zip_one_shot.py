@@ -209,3 +209,31 @@ def test_a_new_archive_in_a_missing_directory_is_created(tmp_path):
     with pytest.raises(zarrkit.errors.StoreError):
         ZipStore(tmp_path / "missing" / "y.zip", "r")  # reading creates nothing
     assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("failing", [
+    lambda path: zarrkit.open(path, mode="w", shape=(4,), dtype="bogus"),
+    lambda path: zarrkit.open(path, mode="w", overwrite=False),
+    lambda path: zarrkit.open_group(path, mode="w", attributes={"x": object()}),
+    lambda path: zarrkit.create(path, shape=(4,), dtype="bogus", overwrite=True),
+    lambda path: zarrkit.save(path, np.array([object()])),
+])
+def test_a_failed_open_in_mode_w_leaves_no_writer_behind(tmp_path, failing):
+    """An open in mode "w" that fails after opening the archive (a new one, in a temp file)
+    gives it up at once: while the exception lived (kept by the caller, a test framework, a
+    debugger), its temp archive stayed and its single-writer guard locked out every writer."""
+    path = tmp_path / "x.zip"
+    a = zarrkit.open(path, mode="w", shape=(4,), dtype="i4", chunks=(2,))
+    a[...] = 7
+    a.store.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        with pytest.raises(Exception) as failure:
+            failing(path)
+        assert failure.value is not None  # still alive, with its traceback
+        assert os.listdir(tmp_path) == ["x.zip"]
+        b = zarrkit.open(path, mode="a")  # another writer is let in
+        b.attrs["ok"] = 1
+        b.store.close()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert zarrkit.open(path, mode="r")[...].tolist() == [7] * 4

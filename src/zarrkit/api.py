@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -11,7 +12,7 @@ from .array import Array
 from .creation import check_existing, create_array_at
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
 from .group import Group, create_group_at, finished_node, open_node
-from .kvstore import close_opened, open_kvstore
+from .kvstore import KvStore, ZipStore, close_opened, open_kvstore
 from .metadata.names import normalize_path
 
 _MODES = ("r", "r+", "a", "w", "w-")
@@ -29,6 +30,22 @@ def _resolve(where: Any, path: str | None, mode: str,
                                storage_options=storage_options)
     full = storage.join(base, normalize_path(path)) if path else base
     return store, normalize_path(full)
+
+
+_T = TypeVar("_T")
+
+
+def _or_discard(store: Any, where: Any, make: Callable[[], _T]) -> _T:
+    """`make()`, the node to hand out; if it fails, a zip archive opened here from `where` is
+    given up at once (its changes dropped, the archive left as it was). Left to the collector,
+    a failed open in mode "w" (a new archive from the start) kept its temp archive and its
+    single-writer guard, locking out every writer, as long as the exception lived."""
+    try:
+        return make()
+    except BaseException:
+        if isinstance(store, ZipStore) and not isinstance(where, KvStore):
+            store._discard()
+        raise
 
 
 def open(where: Any = None, mode: str = "a", *, path: str | None = None,
@@ -65,6 +82,12 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
     zarr_format = formats.check_format(kwargs.pop("zarr_format", None))
     use_consolidated = kwargs.pop("use_consolidated", None)
     store, full = _resolve(where, path, mode, kwargs.pop("storage_options", None))
+    return _or_discard(store, where, lambda: _open_resolved(store, full, mode, zarr_format,
+                                                            use_consolidated, kwargs))
+
+
+def _open_resolved(store: Any, full: str, mode: str, zarr_format: int | None,
+                   use_consolidated: bool | None, kwargs: dict[str, Any]) -> Array | Group:
     _check_overwrite(mode, kwargs.pop("overwrite", None))
     found = _find(store, full, mode, zarr_format, use_consolidated)
     exists = found is not None
@@ -152,6 +175,12 @@ def open_group(where: Any = None, mode: str = "a", *, path: str | None = None,
                storage_options: dict[str, Any] | None = None) -> Group:
     formats.check_format(zarr_format)
     store, full = _resolve(where, path, mode, storage_options)
+    return _or_discard(store, where, lambda: _open_group_resolved(
+        store, full, mode, attributes, zarr_format, use_consolidated))
+
+
+def _open_group_resolved(store: Any, full: str, mode: str, attributes: dict[str, Any] | None,
+                         zarr_format: int | None, use_consolidated: bool | None) -> Group:
     found = _find(store, full, mode, zarr_format, use_consolidated)
     exists = found is not None
     if mode in ("r", "r+") or (mode == "a" and exists):
@@ -186,7 +215,8 @@ def create(where: Any = None, shape: Any = None, dtype: Any = "float64", *,
         raise SpecError("create needs a shape")
     store, full = _resolve(where, path, "w" if overwrite else "a",
                            kwargs.pop("storage_options", None))
-    return create_array_at(store, full, shape, dtype, overwrite=overwrite, **kwargs)
+    return _or_discard(store, where, lambda: create_array_at(store, full, shape, dtype,
+                                                             overwrite=overwrite, **kwargs))
 
 
 def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
@@ -198,7 +228,10 @@ def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
     try:
         a[...] = data
     except BaseException:
-        storage.delete_node(a.store, a.path)
+        if isinstance(a.store, ZipStore) and not isinstance(where, KvStore):
+            a.store._discard()  # opened here: give the archive up as it was (see _or_discard)
+        else:
+            storage.delete_node(a.store, a.path)
         raise
     return a
 

@@ -523,8 +523,6 @@ class FileStore(KvStore):
 
     def _set(self, key: str, value: Buffer, held: _HeldDir | None = None) -> None:
         rel, _, name = key.rpartition("/")
-        if name in _NODE_FILES:
-            self._homes.clear()  # a node made: the lock homes below it change
         try:
             for _ in range(_WRITE_ATTEMPTS):
                 dir_fd = None if held is None else held.take(
@@ -543,6 +541,12 @@ class FileStore(KvStore):
                     else:
                         os.close(dir_fd)
                 if written:
+                    if name in _NODE_FILES:
+                        # A node made: the lock homes below it change. A new memo, once the
+                        # file is there: a lookup that ran before it saw no node, and must
+                        # leave its answer in the old memo, not this one (clearing before the
+                        # write let such an answer stay for good).
+                        self._homes = {}
                     return
         except StoreError:
             raise
@@ -587,8 +591,6 @@ class FileStore(KvStore):
         return True
 
     def _delete(self, key: str) -> None:
-        if key.endswith(_NODE_FILES):
-            self._homes.clear()
         try:
             dir_fd, parent, name = self._open_parent(key)
             if dir_fd is None:
@@ -602,6 +604,8 @@ class FileStore(KvStore):
             raise
         except OSError as exc:
             raise _wrap(exc, "delete", key, self.root) from exc
+        if name in _NODE_FILES:
+            self._homes = {}  # a node gone; a new memo once it is (see _set)
         self._prune(parent)
 
     @staticmethod
@@ -638,7 +642,12 @@ class FileStore(KvStore):
         top = self._prefix_dir(prefix)
         for key in list(self.list_prefix(prefix)):
             self._delete(key)
-        self._homes.clear()  # the nodes deleted
+        self._homes = {}  # the nodes deleted
+        # Their lock files go below: forget the descriptions this store keeps of them (a node
+        # made again has a new lock file; locking the old one would exclude nobody). Locks held
+        # keep theirs alive until released.
+        for home in [home for home in self._lock_files if home.startswith(prefix) and home]:
+            self._lock_files.pop(home, None)
         self._prune_tree(top, at_root=not prefix)
         if prefix:
             self._prune(top)
@@ -682,23 +691,38 @@ class FileStore(KvStore):
         key's, inside the root, holding Zarr metadata ("" for the root, else "<dir>/"), or the
         root when none does. Remembered per key directory: a node's chunks are written after
         its metadata, and nodes are not made over into plain directories while in use."""
+        homes = self._homes  # replaced (not cleared) when a node is made or deleted: see _set
         rel = key.rpartition("/")[0]
-        home = self._homes.get(rel)
+        home = homes.get(rel)
         if home is not None:
             return home
         walked = []
         while rel and home is None:
             walked.append(rel)
-            if any(os.path.isfile(self._base + rel + "/" + name) for name in _NODE_FILES):
+            if self._is_node(rel):
                 home = rel + "/"
             else:
                 rel = rel.rpartition("/")[0]
-                home = self._homes.get(rel)
-        if len(self._homes) > _MAX_HOMES:
-            self._homes.clear()
+                home = homes.get(rel)
+        if len(homes) > _MAX_HOMES:
+            homes.clear()
         for rel in walked:
-            self._homes[rel] = home or ""
+            homes[rel] = home or ""
         return home or ""
+
+    def _is_node(self, rel: str) -> bool:
+        """Whether the directory `rel` holds Zarr metadata, looked up as values are: metadata
+        resolving outside the root (through a link) is not looked at and makes no node (the
+        key's own access is refused, naming it), nor does one that cannot be opened."""
+        for name in _NODE_FILES:
+            try:
+                opened = self._open_value(rel + "/" + name, _STAT_FLAGS)
+            except (InvalidKeyError, OSError):
+                continue
+            if opened is not None:
+                os.close(opened[0])
+                return True
+        return False
 
     def _process_lock_file(self, home: str) -> _ProcessLockFile | None:
         """This process's description of `home`'s lock file, or None when the store keeps
@@ -844,6 +868,8 @@ def _hash62(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 2
 
 
+#: Times a lock starts over on a lock file deleted under it (`_KeyLock._lock`).
+_RELOCK_ATTEMPTS = 8
 #: The most keys one range lock of a batch holds: the others wait for the batch at most this long.
 _MAX_RUN = 256
 
@@ -960,9 +986,14 @@ class _KeyLock:
         self._thread_locks: list[Any] = [lock(store, key) for key in keys]
         self._fd = -1
         self._pid = 0  # the process that took the lock
+        self._target()
+
+    def _target(self) -> None:
+        """The lock file and byte(s) of the keys: their node's."""
+        store = self._store
         self._home = store._lock_home(self._key)  # every key of a run has the same
         # Shared locks (and flock) need a description of their own; see _ProcessLockFile.
-        self._lock_file = None if shared or _OFD_SETLKW is None else \
+        self._lock_file = None if self._shared or _OFD_SETLKW is None else \
             store._process_lock_file(self._home)
         self._own_fd = self._lock_file is None
         self._offset = 0 if _OFD_SETLKW is None else _range_offset(self._key[len(self._home):])
@@ -985,31 +1016,48 @@ class _KeyLock:
 
     def _lock(self) -> int:
         store = self._store
-        fd = store._open_lock_file(self._key, self._home) if self._lock_file is None \
-            else self._lock_file.descriptor(self._key)
-        if self._own_fd:
-            _OWN_LOCK_FDS.add(fd)
-        try:
-            _lock_descriptor(fd, self._offset, self._shared, len(self._thread_locks))
-        except BaseException as exc:
+        for attempt in range(_RELOCK_ATTEMPTS):
+            fd = store._open_lock_file(self._key, self._home) if self._lock_file is None \
+                else self._lock_file.descriptor(self._key)
             if self._own_fd:
-                _OWN_LOCK_FDS.discard(fd)
-                os.close(fd)
-            if isinstance(exc, OSError):
-                raise _wrap(exc, "lock", self._key, store.root) from exc
-            raise
-        return fd
+                _OWN_LOCK_FDS.add(fd)
+            try:
+                _lock_descriptor(fd, self._offset, self._shared, len(self._thread_locks))
+                # A lock file deleted with its node (delete_prefix, here or in another
+                # process) while we waited, or since this store opened it, excludes nobody
+                # who opens the file at its path now: start over on that one (its node may
+                # have changed too). The last attempt keeps what it has (a file system whose
+                # link counts say nothing).
+                if os.fstat(fd).st_nlink or attempt == _RELOCK_ATTEMPTS - 1:
+                    return fd
+                self._unlock(fd)
+            except BaseException as exc:
+                if self._own_fd and fd in _OWN_LOCK_FDS:
+                    _OWN_LOCK_FDS.discard(fd)
+                    os.close(fd)
+                if isinstance(exc, OSError):
+                    raise _wrap(exc, "lock", self._key, store.root) from exc
+                raise
+            if store._lock_files.get(self._home) is self._lock_file:
+                store._lock_files.pop(self._home, None)
+            store._homes = {}
+            self._target()
+        raise AssertionError("unreachable")
+
+    def _unlock(self, fd: int) -> None:
+        if self._own_fd:
+            _OWN_LOCK_FDS.discard(fd)
+            os.close(fd)  # closing the only descriptor releases the lock
+        else:
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _FLOCK.pack(
+                fcntl.F_UNLCK, os.SEEK_SET, self._offset, len(self._thread_locks), 0))
 
     def __exit__(self, *exc: object) -> None:
         fd, self._fd = self._fd, -1
         try:
             if self._pid != os.getpid():
                 pass  # the parent's lock, taken before a fork: not the child's to release
-            elif self._own_fd:
-                _OWN_LOCK_FDS.discard(fd)
-                os.close(fd)  # closing the only descriptor releases the lock
             else:
-                fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _FLOCK.pack(
-                    fcntl.F_UNLCK, os.SEEK_SET, self._offset, len(self._thread_locks), 0))
+                self._unlock(fd)
         finally:
             self._release_threads(len(self._thread_locks))

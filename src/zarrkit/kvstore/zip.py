@@ -408,17 +408,26 @@ class ZipStore(KvStore):
         if not self.read_only:
             warnings.warn(f"{self!r} was never closed: its changes are discarded",
                           ResourceWarning, stacklevel=2)
-        # Unreachable now, so nobody can finish it: release the descriptors (raw ones are not
-        # closed by the collector), the single-writer guard (held until the process exits
-        # otherwise) and the temp archive, leaving `path` as the last close() left it.
-        self._closed = True
-        try:
-            self._zf.close()
-            os.close(self._fd)
-            if not self.read_only:
-                self._drop_work_file()
-        finally:
-            self._release_guard()
+        # Unreachable now, so nobody can finish it.
+        self._discard()
+
+    def _discard(self) -> None:
+        """Close without finishing: release the descriptors (raw ones are not closed by the
+        collector), the single-writer guard (held until the process exits otherwise) and the
+        temp archive, leaving `path` as the last close() left it. For a store that its opener
+        cannot hand out (`zarrkit.open` failing after opening it)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._idle.wait_for(lambda: not self._readers)
+            try:
+                self._zf.close()
+                os.close(self._fd)
+                if not self.read_only:
+                    self._drop_work_file()
+            finally:
+                self._release_guard()
 
 
 def _same_file(a: int, b: int) -> bool:
