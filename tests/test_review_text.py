@@ -122,3 +122,17 @@ def test_object_dtype_with_a_bytes_fill_value_is_variable_length_bytes():
         assert a[...].tolist() == [b"z"] * 2
     with pytest.raises(DataTypeError, match="expected a string for string"):
         zarrkit.create(MemoryStore(), shape=(2,), dtype=str, fill_value=b"z")
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("dtype, zero, one", [(str, "0", "1"), ("U3", "0", "1"),
+                                              (bytes, b"0", b"1"), ("S3", b"0", b"1")])
+def test_zeros_and_ones_of_text_hold_the_digit_as_text(tmp_path, zarr_format, dtype, zero, one):
+    """As zarr-python: the v3 text and bytes types refused the number as a fill value (v2 took
+    it and stored a number as the fill value of a text array)."""
+    z = zarrkit.zeros(tmp_path / "z", shape=(2,), dtype=dtype, zarr_format=zarr_format)
+    o = zarrkit.ones(tmp_path / "o", shape=(2,), dtype=dtype, zarr_format=zarr_format)
+    assert z[...].tolist() == [zero] * 2 and o[...].tolist() == [one] * 2
+    assert zarrkit.open(tmp_path / "o", mode="r").fill_value == one
+    theirs = zarr.open_array(str(tmp_path / "o"), mode="r")
+    assert [v if isinstance(v, bytes | str) else v.item() for v in theirs[...]] == [one] * 2

@@ -10,9 +10,10 @@ import numpy as np
 from . import formats, storage
 from .array import Array
 from .creation import check_existing, create_array_at
-from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
+from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError, ZarrkitError
 from .group import Group, create_group_at, finished_node, open_node
 from .kvstore import KvStore, ZipStore, close_opened, open_kvstore
+from .metadata.data_type import DataType
 from .metadata.names import normalize_path
 
 _MODES = ("r", "r+", "a", "w", "w-")
@@ -248,11 +249,23 @@ def full(where: Any = None, shape: Any = None, fill_value: Any = 0, **kwargs: An
 
 
 def zeros(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
-    return create(where, shape, fill_value=0, **kwargs)
+    return create(where, shape, fill_value=_digit(0, kwargs.get("dtype", "float64")), **kwargs)
 
 
 def ones(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
-    return create(where, shape, fill_value=1, **kwargs)
+    return create(where, shape, fill_value=_digit(1, kwargs.get("dtype", "float64")), **kwargs)
+
+
+def _digit(digit: int, dtype: Any) -> Any:
+    """The fill of zeros/ones: the number, or for the text and bytes types the digit as text
+    (as zarr-python; a number is no fill value of theirs)."""
+    try:
+        kind = DataType.parse(dtype).kind
+    except ZarrkitError:
+        return digit  # create names the bad data type
+    if kind in ("str", "vlen_str"):
+        return str(digit)
+    return str(digit).encode() if kind in ("bytes", "vlen_bytes") else digit
 
 
 def empty(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
