@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 from _workers import Zygote
+from test_kvstore_file import _lock_and_report
 
 import zarrkit
 from zarrkit.errors import InvalidKeyError
@@ -28,13 +29,6 @@ def zygote():
     z = Zygote()
     yield z
     z.close()
-
-
-def _lock_and_report(root: str, key: str, conn) -> None:
-    store = FileStore(root)
-    conn.send("trying")
-    with store.lock(key):
-        conn.send(time.monotonic())
 
 
 def _other_process_waits(root, key: str, holder: FileStore, held_key: str) -> bool:
