@@ -423,7 +423,7 @@ def numpy_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) 
     if len(sel) == 1 and arrays[0].dtype == bool \
             and arrays[0].ndim == len(shape) != 1:  # a mask of the n-d or 0-d array
         return vectorized_plan(sel, shape, chunks)
-    # Review fix: boolean scalars, all True, among basic indices are a new axis of length 1: a
+    # Boolean scalars, all True, among basic indices are a new axis of length 1: a
     # basic plan. The point plan held ndim int64 coordinates per element of the array
     # (`z[True]` of a 400x400x50 int8 array: 1.9 s and 640 MiB, against 6 ms and 8 MiB for
     # `z[None]`). A False selects nothing, so its point plan is empty and cheap.
@@ -484,7 +484,7 @@ def _one_array_plan(selection: tuple[Any, ...], shape: tuple[int, ...],
     an orthogonal selection, except that the array's axis comes first when it and the integer
     indices are not adjacent (numpy puts the axes of separated advanced indices first).
 
-    None (new axes) are taken too (review fix: they went to the point plan, which holds ndim
+    None (new axes) are taken too (they went to the point plan, which holds ndim
     int64 coordinates per selected element: `z[None, idx]` took 200 times the time and 80 times
     the memory of `z[idx]`): the plan of the selection without them, shown with their axes of
     length 1 in numpy's layout."""
