@@ -44,9 +44,17 @@ def _or_discard(store: Any, where: Any, make: Callable[[], _T]) -> _T:
     try:
         return make()
     except BaseException:
-        if isinstance(store, ZipStore) and not isinstance(where, KvStore):
-            store._discard()
+        _discard_opened_zip(store, where)
         raise
+
+
+def _discard_opened_zip(store: Any, where: Any) -> bool:
+    """Give up `store` if it is a zip archive opened here from `where` (not the caller's store
+    object); whether it was."""
+    if isinstance(store, ZipStore) and not isinstance(where, KvStore):
+        store._discard()
+        return True
+    return False
 
 
 def open(where: Any = None, mode: str = "a", *, path: str | None = None,
@@ -229,9 +237,7 @@ def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
     try:
         a[...] = data
     except BaseException:
-        if isinstance(a.store, ZipStore) and not isinstance(where, KvStore):
-            a.store._discard()  # opened here: give the archive up as it was (see _or_discard)
-        else:
+        if not _discard_opened_zip(a.store, where):  # an archive opened here is left as it was
             storage.delete_node(a.store, a.path)
         raise
     return a

@@ -294,7 +294,7 @@ class ObjectStore(KvStore):
             return [self._get_failed(exc, key)] * len(ranges), None
         if len(whole) and sign:  # an empty value's suffix is answered whole by S3 too
             self._whole_only = True
-        cut = [whole[slice(*resolve_range(rng, len(whole)))] for rng in ranges]
+        cut = _cut_ranges(whole, ranges)
         return cut, _strong(result.meta.get("e_tag"))
 
     def _a_sign(self, rng: ByteRange) -> bool:
@@ -347,7 +347,7 @@ class ObjectStore(KvStore):
             whole = await self._get_range_if(key, None, etag)
             if len(whole):
                 self._whole_only = True
-            results[:] = [whole[slice(*resolve_range(rng, len(whole)))] for rng in ranges]
+            results[:] = _cut_ranges(whole, ranges)
 
     async def _fetch_ranges_if(self, key: str, ranges: Sequence[ByteRange], etag: str,
                                results: list[Buffer | None]) -> None:
@@ -588,6 +588,11 @@ class ObjectStore(KvStore):
     def __reduce__(self) -> tuple[Any, ...]:
         # Credentials travel with the pickle, as with fsspec: a dask worker must authenticate.
         return _rebuild, (self.location, self.read_only)
+
+
+def _cut_ranges(whole: memoryview, ranges: Sequence[ByteRange | None]) -> list[Buffer | None]:
+    """`ranges` of a value fetched whole (from a server that ignores Range)."""
+    return [whole[slice(*resolve_range(rng, len(whole)))] for rng in ranges]
 
 
 def _strong(etag: str | None) -> str | None:
