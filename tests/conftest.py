@@ -75,14 +75,16 @@ def rng():
 
 @pytest.fixture(params=["openat2", "proc-fd", "realpath"])
 def strategy(request, monkeypatch):
-    """Each way the file store can check that a path stays inside the root."""
-    from zarrkit.kvstore import _openat2
+    """Each way the file store can check that a path stays inside the root (batches of small
+    values, done in C, use openat2 too)."""
+    from zarrkit.kvstore import _file_batch, _openat2
     from zarrkit.kvstore import file as file_module
 
     if request.param == "openat2" and not _openat2.AVAILABLE:
         pytest.skip("openat2 is not available here")
     if request.param != "openat2":
         monkeypatch.setattr(_openat2, "AVAILABLE", False)
+        monkeypatch.setattr(_file_batch, "AVAILABLE", False)
     if request.param == "realpath":
         monkeypatch.setattr(file_module, "_PROC_FD", None)
     return request.param

@@ -52,23 +52,32 @@ def test_a_corrupt_shard_index_names_the_shard(location, stored):
 
 
 @pytest.mark.parametrize("zarr_format", [3, 2])
-def test_many_small_chunks_written_in_parts_match_numpy(tmp_path, monkeypatch, zarr_format):
-    """Small chunks go to the store in one contiguous batch per thread (`replace_many`): whole
-    chunks, partial ones and chunks that become the fill value (deleted) all end up right."""
+@pytest.mark.parametrize("file_batches", [False, True])
+def test_many_small_chunks_written_in_parts_match_numpy(tmp_path, monkeypatch, zarr_format,
+                                                        file_batches):
+    """Small chunks go to the store in one contiguous batch per thread (`replace_many`), or,
+    where the store writes batches without the GIL, in batches encoded by this thread and stored
+    by the pool (`_write_pipelined`): whole chunks, partial ones and chunks that become the fill
+    value (deleted) all end up right."""
     from zarrkit.engine import chunk_io
     from zarrkit.engine.executor import concurrency
+    from zarrkit.kvstore import _file_batch
 
+    monkeypatch.setattr(_file_batch, "AVAILABLE", file_batches and _file_batch.AVAILABLE)
+    monkeypatch.setattr(chunk_io, "WRITE_BATCH_BYTES", 256 * 100)  # 100 chunks of 8 x 8
     batches = []
-    real = chunk_io._write_inline
-    monkeypatch.setattr(chunk_io, "_write_inline", lambda arr, ps, value: (
-        batches.append(len(ps)), real(arr, ps, value)))
+    name = "_encoded_batch" if file_batches else "_write_inline"
+    real = getattr(chunk_io, name)
+    monkeypatch.setattr(chunk_io, name, lambda arr, ps, value, *rest: (
+        batches.append(len(ps)), real(arr, ps, value, *rest))[1])
     rng = np.random.default_rng(5)
     expected = rng.standard_normal((300, 260)).astype("float32")
     uncompressed = {"codecs": ["bytes"]} if zarr_format == 3 else {"compressor": None}
     a = zarrkit.create(tmp_path / "a", shape=expected.shape, dtype="float32", chunks=(8, 8),
                        zarr_format=zarr_format, fill_value=0, **uncompressed)
     a[...] = expected
-    assert len(batches) == min(concurrency(), 39) and sum(batches) == 38 * 33
+    parts = 13 if file_batches else min(concurrency(), 39)
+    assert len(batches) == parts and sum(batches) == 38 * 33
     update = rng.standard_normal((150, 131)).astype("float32")
     update[:64, :64] = 0  # whole chunks equal to the fill value: their keys are deleted
     a[3:153, 5:136] = update

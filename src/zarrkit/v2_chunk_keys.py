@@ -29,6 +29,7 @@ class SeparatorGuard(KvStore):
         self.driver = inner.driver
         self.io_concurrency = inner.io_concurrency
         self.lock_whole_writes = inner.lock_whole_writes
+        self.batches_without_gil = inner.batches_without_gil
         self._prefix = prefix
         self._separator = separator
         self._declared = declared  # whether .zarray states the separator or it is the default

@@ -172,6 +172,12 @@ class CodecChain:
         return self._prefix is not None
 
     @property
+    def stores_raw(self) -> bool:
+        """Whether a chunk's stored bytes are its elements in C order, as numpy holds them (a
+        lone `bytes` codec that swaps nothing): encoding is a copy."""
+        return self._direct and not self.bytes_bytes
+
+    @property
     def decodes_into(self) -> bool:
         """Whether `decode_into` can write this chain's chunks straight to a buffer."""
         return self._direct

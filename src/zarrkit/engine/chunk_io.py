@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import math
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..codecs._buffers import byte_view, nbytes
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
 from ..errors import CorruptDataError, StoreError
@@ -21,8 +24,8 @@ from ..indexing import ChunkProjection, Plan
 from ..kvstore.base import Buffer, ByteRange, GenerationMismatch, KvStore
 from ..scratch import empty, fault_in, scratch
 from .cache import ShardIndexCache
-from .executor import concurrency, ensure_concurrency, io_width, run_all
-from .limits import LimitedStore, bounded
+from .executor import concurrency, ensure_concurrency, in_pool, io_width, run_all, submit
+from .limits import LimitedStore, bounded, slot_of
 
 _EMPTY = np.uint64(2**64 - 1)
 #: Reads of one shard, each with a freshly read index, before a shard that is replaced during
@@ -204,18 +207,25 @@ def _fault_in(out: np.ndarray, limit: Any = None) -> None:
 def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
     store, chain, key_of, cache = arr.store, arr.chain, arr.key, arr.cache
 
-    def load(key: str, p: ChunkProjection | None = None) -> np.ndarray | None:
-        # With `p`, the chunk is decoded for this read only: its bytes can be transient too.
-        data = store.get(key) if p is None else store.get_transient(key)
-        return None if data is None else decode_chunk(chain, data, key, p is not None, p)
+    def load(key: str) -> np.ndarray | None:
+        data = store.get(key)
+        return None if data is None else decode_chunk(chain, data, key)
+
+    def place(p: ChunkProjection, key: str, data: Buffer | None) -> None:
+        """Chunk `p` from its stored bytes (transient: decoded for this read only)."""
+        dest = _direct_dest(out, p, chain.spec.shape) if direct else None
+        if dest is not None:
+            _load_into(chain, data, key, dest, fill)
+            return
+        chunk = None if data is None else decode_chunk(chain, data, key, True, p)
+        out[p.out_selection] = fill if chunk is None else chunk[p.chunk_selection]
 
     def task(p: ChunkProjection) -> None:
         key = key_of(p.coords)
-        dest = _direct_dest(out, p, chain.spec.shape) if direct else None
-        if dest is not None:
-            _load_into(chain, store.get_transient(key), key, dest, fill)
+        if cache is None:
+            place(p, key, store.get_transient(key))
             return
-        chunk = load(key, p) if cache is None else cache.load(key, None, lambda: load(key))
+        chunk = cache.load(key, None, lambda: load(key))
         out[p.out_selection] = fill if chunk is None else chunk[p.chunk_selection]
 
     fill = arr.fill_value
@@ -223,7 +233,33 @@ def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
     # the trailing dimensions) are decoded straight into it: no scratch buffer, no copy.
     direct = cache is None and chain.decodes_into and out.ndim == len(chain.spec.shape) \
         and out.shape[1:] == chain.spec.shape[1:]
-    _run(arr, bounded(arr.copy_limit, task), list(plan), _small(arr, plan))
+    projections, small = list(plan), _small(arr, plan)
+    if small and cache is None and len(projections) > 1 and store.batches_without_gil:
+        _read_batches(arr, projections, place)
+    else:
+        _run(arr, bounded(arr.copy_limit, task), projections, small)
+
+
+#: Decoded bytes of the small chunks one batch reads (`_read_batches`): what the store packs into
+#: one buffer, with room for stored values a little larger than decoded ones.
+READ_BATCH_BYTES = 1 << 19
+
+
+def _read_batches(arr: ChunkedArray, projections: list[ChunkProjection],
+                  place: Callable[[ChunkProjection, str, Buffer | None], None]) -> None:
+    """Small chunks a batch at a time (`get_many_transient`, which this store does without the
+    GIL), the batches spread over the threads: one thread's system calls overlap the other's
+    decoding, and the GIL changes hands once a batch, not at every call."""
+    per = max(1, READ_BATCH_BYTES // (math.prod(arr.read_chunk_shape) * arr.dtype.itemsize))
+    batches = [projections[i:i + per] for i in range(0, len(projections), per)]
+
+    def read(batch: list[ChunkProjection]) -> None:
+        keys = [arr.key(p.coords) for p in batch]
+        for p, key, data in zip(batch, keys, arr.store.get_many_transient(
+                [(key, None) for key in keys]), strict=True):
+            place(p, key, data)
+
+    _run(arr, bounded(arr.copy_limit, read), batches, inline=len(batches) == 1)
 
 
 def _direct_dest(out: np.ndarray, p: ChunkProjection, shape: tuple[int, ...]
@@ -569,7 +605,11 @@ def _write_small(arr: ChunkedArray, projections: list[ChunkProjection],
     store's), not chunk by chunk from the pool, whose hand-offs cost more than the chunks. Two
     parts overlap their file creation in the kernel: 4096 chunks of 16 KiB took 0.5-0.75x the
     time of one thread when creating files was slow (after many files were written or deleted,
-    as in the benchmark), and up to 1.3x when it was fast (the GIL hand-offs then dominate)."""
+    as in the benchmark), and up to 1.3x when it was fast (the GIL hand-offs then dominate).
+    A store that stores a batch without the GIL is given batches as they are encoded."""
+    if arr.store.batches_without_gil and len(projections) > 1 and not in_pool():
+        _write_pipelined(arr, projections, value)
+        return
     parts = max(1, min(concurrency(), len(projections) // MIN_SMALL_PART))
     n = len(projections)
     _run(arr, bounded(arr.copy_limit, lambda i: _write_inline(
@@ -589,6 +629,131 @@ def _write_inline(arr: ChunkedArray, projections: list[ChunkProjection],
             _write_chunk(arr, p, value[p.out_selection])
     arr.store.replace_many([arr.key(p.coords) for p in whole],
                            (_whole_encoded(arr, p, value[p.out_selection]) for p in whole))
+
+
+#: Decoded bytes of the small chunks one batch of a pipelined write stores (`_write_pipelined`).
+WRITE_BATCH_BYTES = 1 << 20
+
+
+def _write_pipelined(arr: ChunkedArray, projections: list[ChunkProjection],
+                     value: np.ndarray) -> None:
+    """Small chunks for a store that stores a batch without the GIL (`batches_without_gil`):
+    this thread encodes them, a batch at a time, while pool threads store the batches before.
+    Encoding is Python work, which a second encoding thread only slows down (measured 2x: each
+    numpy call hands the GIL over); storing many small values is the kernel's work, which
+    overlaps it. A batch's values are copied into one of this thread's reused buffers (bytes of
+    their own per value cost page faults: freed a batch at a time, malloc gives the memory
+    back to the kernel)."""
+    per = max(1, WRITE_BATCH_BYTES // (math.prod(arr.chunk_shape) * arr.dtype.itemsize))
+    store = bounded(arr.copy_limit, arr.store.replace_many)
+    width = concurrency()
+    in_flight: deque[Future[None]] = deque()
+    try:
+        for k, start in enumerate(range(0, len(projections), per)):
+            # At most `width` batches are in flight, the latest: this buffer is not theirs.
+            arena = scratch(WRITE_ARENA_BYTES, f"write-batch-{k % (width + 1)}")
+            with slot_of(arr.copy_limit):
+                keys, values = _encoded_batch(arr, projections[start:start + per], value, arena)
+            if len(in_flight) == width:
+                in_flight.popleft().result()
+            in_flight.append(submit(store, keys, values))
+    finally:
+        errors = [f.exception() for f in in_flight]  # waits: nothing is written after return
+    for error in errors:
+        if error is not None:
+            raise error
+
+
+#: A pipelined batch's buffer: room for stored values a little larger than decoded ones.
+WRITE_ARENA_BYTES = WRITE_BATCH_BYTES + (WRITE_BATCH_BYTES >> 3)
+
+
+def _encoded_batch(arr: ChunkedArray, projections: list[ChunkProjection], value: np.ndarray,
+                   arena: memoryview) -> tuple[list[str], list[Buffer | None]]:
+    """The keys and stored bytes (in `arena`, or bytes of their own when it is full) of the
+    whole chunks among `projections`, None for a chunk that is the fill value (not stored).
+    Partial chunks are written here and now (read, merged and written under lock)."""
+    keys: list[str] = []
+    values: list[Buffer | None] = []
+    used = 0
+    raw = arr.chain.stores_raw and not arr.dtype.hasobject
+    for run in _side_by_side(projections, arr.chunk_shape) if raw else [[p] for p in projections]:
+        if len(run) > 1:
+            used = _gather_raw(arr, run, value, arena, used, values)
+            keys.extend(arr.key(p.coords) for p in run)
+            continue
+        p = run[0]
+        if not p.complete:
+            _write_chunk(arr, p, value[p.out_selection])
+            continue
+        keys.append(arr.key(p.coords))
+        data = _whole_encoded(arr, p, value[p.out_selection])
+        if data is None or used + nbytes(data) > len(arena):
+            values.append(None if data is None else bytes(data))
+            continue
+        values.append(_copied(data, arena, used))
+        used += len(values[-1])
+    return keys, values
+
+
+def _copied(data: Buffer, arena: memoryview, used: int) -> memoryview:
+    view = byte_view(data)
+    target = arena[used:used + len(view)]
+    target[:] = view
+    return target
+
+
+def _side_by_side(projections: list[ChunkProjection], chunk_shape: tuple[int, ...]
+                  ) -> list[list[ChunkProjection]]:
+    """`projections` cut into runs of whole chunks that lie side by side along the value's last
+    dimension (each a box of `chunk_shape`, each starting where the one before ends); every
+    other projection is a run of its own."""
+    runs: list[list[ChunkProjection]] = []
+    last: tuple[Any, ...] = ()
+    for p in projections:
+        sel = p.out_selection
+        if not (p.complete and len(sel) == len(chunk_shape) and all(
+                type(s) is slice and s.step in (None, 1) and s.start is not None
+                and s.stop - s.start == c for s, c in zip(sel, chunk_shape, strict=True))):
+            runs.append([p])
+            last = ()
+        elif last and sel[:-1] == last[:-1] and sel[-1].start == last[-1].stop:
+            runs[-1].append(p)
+            last = sel
+        else:
+            runs.append([p])
+            last = sel
+    return runs
+
+
+def _gather_raw(arr: ChunkedArray, run: list[ChunkProjection], value: np.ndarray,
+                arena: memoryview, used: int, values: list[Buffer | None]) -> int:
+    """The chunks of `run` (from `_side_by_side`), for a chain that stores them raw, copied into
+    `arena` from `used` on with one copy (not one per chunk), and their bytes (None: the fill
+    value) appended to `values`; where the arena is used up to now."""
+    shape, n = arr.chunk_shape, len(run)
+    first, final = run[0].out_selection, run[-1].out_selection
+    region = value[(*first[:-1], slice(first[-1].start, final[-1].stop))]
+    chunks = np.moveaxis(region.reshape(*shape[:-1], n, shape[-1]), -2, 0)
+    size = math.prod(shape) * arr.dtype.itemsize
+    if used + n * size > len(arena):  # not for this batch's buffer: memory of its own
+        arena, used = memoryview(bytearray(n * size)), 0
+    dest = np.frombuffer(arena, arr.dtype, n * math.prod(shape), used).reshape(n, *shape)
+    np.copyto(dest, chunks)
+    fill = _fill_chunks(arr, dest) if not arr.write_empty_chunks else ()
+    values.extend(None if i in fill else arena[used + i * size:used + (i + 1) * size]
+                  for i in range(n))
+    return used + n * size
+
+
+def _fill_chunks(arr: ChunkedArray, chunks: np.ndarray) -> set[int]:
+    """Which of `chunks` (stacked on the first axis) are the fill value, bit for bit: the first
+    element of each is compared at once, the whole of those that match."""
+    itemsize = arr.dtype.itemsize
+    fill = np.frombuffer(np.asarray(arr.fill_value, dtype=arr.dtype).tobytes(), np.uint8)
+    firsts = chunks.reshape(len(chunks), -1).view(np.uint8)[:, :itemsize]
+    candidates = np.flatnonzero((firsts == fill).all(axis=1))
+    return {int(i) for i in candidates if is_fill(chunks[i], arr.fill_value)}
 
 
 def _whole_encoded(arr: ChunkedArray, p: ChunkProjection, region: np.ndarray) -> Buffer | None:

@@ -89,13 +89,18 @@ def submit(fn: Callable[..., R], *args: Any) -> Future[R]:
     return executor().submit(fn, *args)
 
 
+def in_pool() -> bool:
+    """Whether this thread is one of the pool's: its work must not wait on other pool work."""
+    return threading.current_thread().name.startswith("zarrkit")
+
+
 def run_all(fn: Callable[[T], R], items: Iterable[T], width: int = 0) -> list[R]:
     """`fn` over `items` in the pool, on `width` threads at most (default `concurrency()`);
     results in order. Runs inline for a single item, and inline when called from a pool thread
     (no nesting). The first exception is raised once all submitted work has finished, so nothing
     keeps writing behind the caller's back; after it, no new item is started."""
     items = items if isinstance(items, Sequence) else list(items)
-    if len(items) <= 1 or threading.current_thread().name.startswith("zarrkit"):
+    if len(items) <= 1 or in_pool():
         return [fn(item) for item in items]
     # Every thread, the caller's too, takes the next item until none is left: uneven items
     # balance themselves (fixed runs per thread left a core idle at the end of slow codecs'

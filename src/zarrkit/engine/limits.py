@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TypeVar
 
 from ..kvstore.base import Buffer, ByteRange, KvStore
@@ -40,6 +40,11 @@ def slot(limit: Any) -> Iterator[None]:
             yield
         finally:
             _held.limits.discard(id(limit))
+
+
+def slot_of(limit: Any) -> AbstractContextManager[None]:
+    """`slot(limit)`, or nothing to hold when there is no limit."""
+    return nullcontext() if limit is None else slot(limit)
 
 
 def bounded(limit: Any, fn: Callable[..., R]) -> Callable[..., R]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import SpecError
+from ..errors import SpecError, StoreError
 from .base import Buffer, ByteRange
 
 MAX_IO = 1 << 30  # one read()/write() is capped by the OS (~2 GiB on Linux); stay below
@@ -98,3 +98,10 @@ def coalesce(spans: list[tuple[int, int, int]], gap: int) -> list[list[tuple[int
             groups.append([span])
             group_stop = span[1]
     return groups
+
+
+def wrap_os_error(exc: OSError, action: str, key: str, root: str) -> StoreError:
+    """`exc`, met while doing `action` to `key` of the store at `root`, as a StoreError naming
+    them."""
+    message = f"cannot {action} {key!r} in file store {root!r}: {exc.strerror or exc}"
+    return StoreError(exc.errno, message) if exc.errno is not None else StoreError(message)

@@ -145,6 +145,11 @@ class KvStore(ABC):
     #: (docs/concurrency.md). A store whose locks cost remote requests may turn this off and
     #: document the weaker guarantee.
     lock_whole_writes: bool = True
+    #: Whether `get_many` and `replace_many` do the I/O of a batch of small values in one call
+    #: that does not hold the GIL (the file store's C batches). The engine then spreads batches
+    #: of small chunks over its threads; otherwise it reads them in the calling thread, where
+    #: their many short system calls hand no GIL over to another thread.
+    batches_without_gil: bool = False
 
     def __init__(self, *, read_only: bool = False) -> None:
         self.read_only = read_only
@@ -246,9 +251,10 @@ class KvStore(ABC):
 
     def replace_many(self, keys: Sequence[str], values: Iterable[Buffer | None]) -> None:
         """`replace` of each key with the matching item of `values`, which may be a generator
-        handing out transient buffers: each value is stored before the next is drawn. Every key
-        is checked before anything is stored. Stores override this to share work between keys
-        (the file store's directories and locks)."""
+        handing out transient buffers: each value is stored, or copied to be stored, before the
+        next is drawn (the items of a list or tuple must stay unchanged until this returns).
+        Every key is checked before anything is stored; all are stored when this returns. Stores override this to share work between keys (the file store's directories,
+        locks and batches)."""
         for key in keys:
             self._check_writable(key)
             validate_key(key)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import hashlib
 import itertools
 import os
@@ -52,7 +53,7 @@ import numpy as np
 
 from ..errors import InvalidKeyError, SpecError, StoreError
 from ..scratch import SCRATCH_LIMIT, empty, scratch
-from . import _openat2
+from . import _file_batch, _openat2
 from ._util import (
     MAX_IO,
     byte_view,
@@ -62,6 +63,7 @@ from ._util import (
     pread_into,
     resolve_range,
 )
+from ._util import wrap_os_error as _wrap
 from .base import (
     Buffer,
     ByteRange,
@@ -151,11 +153,6 @@ def _unlink_quietly(name: str, dir_fd: int) -> None:
         pass
 
 
-def _wrap(exc: OSError, action: str, key: str, root: str) -> StoreError:
-    message = f"cannot {action} {key!r} in file store {root!r}: {exc.strerror or exc}"
-    return StoreError(exc.errno, message) if exc.errno is not None else StoreError(message)
-
-
 def _generation(fd: int, st: os.stat_result) -> Hashable:
     """The identity of the value open as `fd`. Writes replace the file, so a new value is a new
     inode, but ext4 hands a freed inode number out again at once, and before Linux 6.13 its
@@ -186,6 +183,10 @@ class FileStore(KvStore):
     """Keys are files under the directory `root` (created on first write, never when read-only)."""
 
     driver = "file"
+
+    @property
+    def batches_without_gil(self) -> bool:  # type: ignore[override]
+        return _file_batch.AVAILABLE
 
     def __init__(
         self, root: str | os.PathLike[str], read_only: bool = False, *, fsync: bool = False
@@ -338,6 +339,8 @@ class FileStore(KvStore):
         by_key: dict[str, list[int]] = {}
         for index, (key, _) in enumerate(requests):
             by_key.setdefault(key, []).append(index)
+        if _file_batch.AVAILABLE and len(by_key) > 1:
+            self._get_whole_values(requests, by_key, results, transient)
         for key, indices in by_key.items():
             if len(indices) == 1:
                 results[indices[0]] = self.get(key, requests[indices[0]][1])
@@ -350,6 +353,19 @@ class FileStore(KvStore):
             except OSError as exc:
                 raise _wrap(exc, "read", key, self.root) from exc
         return results
+
+    def _get_whole_values(self, requests: Sequence[tuple[str, ByteRange | None]],
+                          by_key: dict[str, list[int]], results: list[Buffer | None],
+                          transient: bool) -> None:
+        """Keys asked for once and whole: read in batches without the GIL (`_file_batch`), and
+        taken out of `by_key`."""
+        keys = [key for key, indices in by_key.items()
+                if len(indices) == 1 and requests[indices[0]][1] is None]
+        for key in keys:
+            self._path(key)  # validated, and not a name the store reserves
+        for key, value in zip(keys, _file_batch.read_values(self, keys, _READ_FLAGS, transient),
+                              strict=True):
+            results[by_key.pop(key)[0]] = value
 
     def get_ranges_if(self, key: str, ranges: Sequence[ByteRange], generation: Hashable | None,
                       transient: bool = False) -> list[Buffer | None]:
@@ -495,43 +511,60 @@ class FileStore(KvStore):
         (`_lock_runs`), and holding the directory last written in open while /proc still
         resolves it to the key's directory (`_HeldDir.take`: a readlink instead of an openat2
         of the whole path, ~6 against ~7.5 us here). Otherwise, or when its file creation fails
-        (removed meanwhile), the directory is opened again by its path with the escape checks."""
+        (removed meanwhile), the directory is opened again by its path with the escape checks.
+        Small values of a run are written in batches without the GIL (`_file_batch`)."""
         for key in keys:
             self._check_writable(key)
             self._path(key)
+        # The items of a list or tuple exist all at once: none is a transient buffer that the
+        # caller reuses for the next, as a generator's may be (batches keep them uncopied).
+        stable = isinstance(values, list | tuple)
         values = iter(values)
         held = _HeldDir()
+        batch = _file_batch.BatchWriter(self, held, _temp_name) if _file_batch.AVAILABLE else None
         try:
             for run in _lock_runs(keys, self._lock_home) if self.lock_whole_writes else [keys]:
                 with _KeyLock(self, run) if self.lock_whole_writes else nullcontext():
                     for key in run:
-                        self._replace_held(key, next(values, held), held)
+                        self._replace_held(key, next(values, held), held, batch, stable)
+                    if batch is not None:
+                        batch.flush()  # while the run's locks are held
             if next(values, held) is not held:
                 raise ValueError("replace_many: more values than keys")
         finally:
             held.close()
 
-    def _replace_held(self, key: str, value: Any, held: _HeldDir) -> None:
+    def _replace_held(self, key: str, value: Any, held: _HeldDir,
+                      batch: _file_batch.BatchWriter | None, stable: bool) -> None:
         if value is held:  # `values` ran out
             raise ValueError("replace_many: fewer values than keys")
+        if value is not None and type(value) is not bytes:
+            check_value(key, value)
+        if batch is not None:
+            if value is not None and key.rpartition("/")[2] not in _NODE_FILES \
+                    and batch.add(key, value, stable):
+                return
+            batch.flush()  # in order: the key may be queued
         if value is None:
             self._delete(key)
-            return
-        if type(value) is not bytes:
-            check_value(key, value)
-        self._set(key, value, held)
+        else:
+            self._set(key, value, held)
+
+    def _write_dir(self, key: str, rel: str, held: _HeldDir | None) -> int | None:
+        """A descriptor of the directory `rel` that holds `key` (the held one while it still is
+        that directory), checked to be inside the root; None if it is missing."""
+        dir_fd = None if held is None else held.take(
+            rel, self._real_base + rel if rel else self._real_root)
+        return self._open_parent(key)[0] if dir_fd is None else dir_fd
 
     def _set(self, key: str, value: Buffer, held: _HeldDir | None = None) -> None:
         rel, _, name = key.rpartition("/")
         try:
             for _ in range(_WRITE_ATTEMPTS):
-                dir_fd = None if held is None else held.take(
-                    rel, self._real_base + rel if rel else self._real_root)
+                dir_fd = self._write_dir(key, rel, held)
                 if dir_fd is None:
-                    dir_fd, parent, _ = self._open_parent(key)
-                    if dir_fd is None:
-                        self._make_dirs(parent, key)
-                        continue
+                    self._make_dirs(self._path(key).rpartition("/")[0], key)
+                    continue
                 written = False
                 try:
                     written = self._write_in(dir_fd, name, value)
@@ -863,6 +896,7 @@ def _range_offset(key: str) -> int:
     return _hash62(key)
 
 
+@functools.lru_cache(maxsize=1024)  # the stems of chunk keys repeat
 def _hash62(text: str) -> int:
     # Distinct keys practically never share a byte.
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 2

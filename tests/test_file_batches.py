@@ -1,0 +1,327 @@
+"""The file store's batches of small values (`kvstore/_file_batch.py`, the C extension
+`_fileio`): what they read and write is what value-by-value reads and writes give, every value
+they cannot handle is redone with the full handling (links, missing directories, errors naming
+the key), failures keep old values and leave no temp files, and the engine's small-chunk reads
+and writes through them match numpy."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+
+import numpy as np
+import pytest
+from _forked import in_child
+
+import zarrkit
+from zarrkit.errors import InvalidKeyError, StoreError
+from zarrkit.kvstore import FileStore, _file_batch, _openat2
+
+
+def _temps(path) -> list[str]:
+    return [name for _, _, files in os.walk(path) for name in files if name.endswith(".partial")]
+
+
+def _open_to_all(path) -> None:
+    """Directories and files below `path` writable by anyone (the lock files root made too)."""
+    for top, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chmod(os.path.join(top, name), 0o777)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return FileStore(tmp_path / "root")
+
+
+@pytest.fixture(params=["batches", "per-value"])
+def both_ways(request, monkeypatch):
+    """The same test with the C batches and without them (value by value in Python)."""
+    if request.param == "per-value":
+        monkeypatch.setattr(_file_batch, "AVAILABLE", False)
+    return request.param
+
+
+def test_the_batches_are_built_and_used_here():
+    # The extension is optional for installs without a compiler; on this project's own
+    # machines (Linux with openat2) it must be there, or every test below ran the slow path.
+    assert sys.platform.startswith("linux") and _openat2.AVAILABLE
+    assert _file_batch._fileio is not None and _file_batch.AVAILABLE
+    assert FileStore("/tmp/unused").batches_without_gil
+
+
+# -- reads -------------------------------------------------------------------------------------
+def test_batch_reads_give_what_single_reads_give(store, tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    rng = np.random.default_rng(0)
+    values = {f"d{i % 3}/{i}": rng.bytes(int(rng.integers(0, 3000))) for i in range(300)}
+    for key, value in values.items():
+        store.set(key, value)
+    (root / "d0" / "dir").mkdir()  # a directory is no value
+    os.mkfifo(root / "d1" / "fifo")  # nor is a FIFO (and reading it must not block)
+    os.symlink(root / "d2" / "5", root / "d2" / "link")  # a link inside the root is followed
+    keys = [*values, "d0/dir", "d1/fifo", "d2/link", "missing/0", "d0/missing"]
+    for transient in (False, True):
+        got = (store.get_many_transient if transient else store.get_many)([(k, None) for k in keys])
+        assert [None if v is None else bytes(v) for v in got] == \
+            [*values.values(), None, None, values["d2/5"], None, None]
+    monkeypatch.setattr(_file_batch, "AVAILABLE", False)
+    single = store.get_many([(k, None) for k in keys])
+    assert [None if v is None else bytes(v) for v in single] == \
+        [*values.values(), None, None, values["d2/5"], None, None]
+
+
+def test_batch_reads_span_several_buffers_and_read_large_values_alone(store, monkeypatch):
+    monkeypatch.setattr(_file_batch, "BATCH_BYTES", 10_000)
+    values = {f"k{i}": bytes([i]) * (4000 if i % 5 else 25_000) for i in range(40)}
+    for key, value in values.items():
+        store.set(key, value)
+    for transient in (False, True):
+        get = store.get_many_transient if transient else store.get_many
+        got = get([(k, None) for k in values])
+        assert [bytes(v) for v in got] == list(values.values())
+
+
+def test_batch_reads_refuse_a_link_out_of_the_root(store, tmp_path):
+    store.set("d/a", b"a")
+    (tmp_path / "secret").write_bytes(b"secret")
+    os.symlink(tmp_path / "secret", tmp_path / "root" / "d" / "out")
+    with pytest.raises(InvalidKeyError, match="'d/out' resolves outside"):
+        store.get_many([("d/a", None), ("d/out", None)])
+    os.symlink(tmp_path, tmp_path / "root" / "up")  # a linked directory out of the root
+    with pytest.raises(InvalidKeyError, match="'up/secret' resolves outside"):
+        store.get_many([("d/a", None), ("up/secret", None)])
+
+
+def test_batch_reads_follow_a_linked_directory_inside_the_root(store, tmp_path):
+    store.set("d/a", b"a")
+    store.set("d/b", b"b")
+    os.symlink(tmp_path / "root" / "d", tmp_path / "root" / "e")
+    got = store.get_many([("e/a", None), ("d/b", None), ("e/b", None)])
+    assert [bytes(v) for v in got] == [b"a", b"b", b"b"]
+
+
+def test_a_batch_read_error_names_the_key(open_dir):
+    store = FileStore(open_dir)
+    store.set("a/k", b"k")
+    store.set("a/secret", b"s")
+    os.chmod(os.path.join(open_dir, "a", "secret"), 0o600)
+    kind, message = in_child(lambda: store.get_many([("a/k", None), ("a/secret", None)]),
+                             as_nobody=True)
+    assert kind == "StoreError" and "'a/secret'" in message and "Permission denied" in message
+
+
+def test_ranges_and_repeated_keys_still_read_as_asked(store):
+    store.set("a", b"0123456789")
+    store.set("b", b"abcdef")
+    from zarrkit.kvstore import ByteRange
+    got = store.get_many([("a", None), ("b", ByteRange(2, 2)), ("a", ByteRange(-3)), ("b", None)])
+    assert [bytes(v) for v in got] == [b"0123456789", b"cd", b"789", b"abcdef"]
+
+
+# -- writes ------------------------------------------------------------------------------------
+def test_batch_writes_store_every_value_and_leave_no_temp_file(store, tmp_path, both_ways):
+    rng = np.random.default_rng(1)
+    keys = [f"c/{i}/{j}" for i in range(3) for j in range(100)]
+    values = [rng.bytes(int(rng.integers(0, 5000))) for _ in keys]
+    values[7] = bytearray(values[7])
+    values[8] = memoryview(values[8])
+    values[9] = np.frombuffer(values[9], np.uint8)
+    values[10] = b"x" * (_file_batch.MAX_BATCHED_VALUE + 1)  # too large for a batch: alone
+    store.replace_many(keys, values)
+    assert [bytes(store.get(k)) for k in keys] == [bytes(v) for v in values]
+    assert _temps(tmp_path) == []
+
+
+def test_deletes_and_repeated_keys_keep_their_order(store, both_ways):
+    store.set("d/1", b"old")
+    store.set("d/2", b"old")
+    store.replace_many(["d/0", "d/0", "d/1", "d/1", "d/2", "d/3"],
+                       [b"first", b"second", b"new", None, None, b"three"])
+    assert sorted(store.list_prefix("")) == ["d/0", "d/3"]
+    assert store.get("d/0") == b"second" and store.get("d/3") == b"three"
+    store.replace_many(["d/0", "d/0"], [None, b"again"])
+    assert store.get("d/0") == b"again"
+
+
+def test_transient_values_are_copied_before_the_next_is_drawn(store, both_ways):
+    buffer = bytearray(8)
+    keys = [f"a/{i}" for i in range(50)]
+
+    def reusing():
+        for i in range(len(keys)):
+            buffer[:] = bytes([i]) * 8
+            yield buffer
+    store.replace_many(keys, reusing())
+    assert [store.get(k) for k in keys] == [bytes([i]) * 8 for i in range(50)]
+
+
+def test_batch_writes_make_missing_directories(store, tmp_path):
+    keys = ["x/y/z/0", "x/y/z/1", "x/y/w/0", "top"]
+    store.replace_many(keys, [b"0", b"1", b"2", b"3"])
+    assert [store.get(k) for k in keys] == [b"0", b"1", b"2", b"3"]
+    assert _temps(tmp_path) == []
+
+
+def test_a_batch_never_writes_through_a_link_out_of_the_root(store, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "root").mkdir()
+    os.symlink(outside, tmp_path / "root" / "d")
+    with pytest.raises(InvalidKeyError, match="'d/0' resolves outside"):
+        store.replace_many(["d/0", "d/1"], [b"0", b"1"])
+    assert os.listdir(outside) == []
+
+
+def test_a_value_the_batch_cannot_rename_fails_naming_its_key(store, tmp_path, both_ways):
+    """The key is a non-empty directory: its rename fails, the values before it are stored,
+    none after it, the directory is untouched and no temp file is left."""
+    store.set("d/2/inner", b"inner")
+    with pytest.raises(StoreError, match="'d/2'"):
+        store.replace_many(["d/0", "d/1", "d/2", "d/3"], [b"0", b"1", b"2", b"3"])
+    assert store.get("d/0") == b"0" and store.get("d/1") == b"1"
+    assert store.get("d/3") is None and store.get("d/2/inner") == b"inner"
+    assert _temps(tmp_path) == []
+
+
+def test_a_batch_write_over_the_file_size_limit_keeps_the_old_values(open_dir, both_ways):
+    store = FileStore(open_dir)
+    store.replace_many(["a/0", "a/1", "a/2"], [b"old0", b"old1", b"old2"])
+    _open_to_all(open_dir)
+    kind, message = in_child(lambda: store.replace_many(
+        ["a/0", "a/1", "a/2"], [b"new", b"n" * 4096, b"new"]), fsize_limit=1000, as_nobody=True)
+    assert kind == "StoreError" and "'a/1'" in message and "File too large" in message
+    assert [store.get(k) for k in ("a/0", "a/1", "a/2")] == [b"new", b"old1", b"old2"]
+    assert _temps(open_dir) == []
+
+
+def test_a_batch_write_into_a_read_only_directory_keeps_the_old_values(open_dir, both_ways):
+    store = FileStore(open_dir)
+    store.replace_many(["a/0", "a/1"], [b"old0", b"old1"])
+    _open_to_all(open_dir)
+    os.chmod(os.path.join(open_dir, "a"), 0o555)
+    kind, message = in_child(lambda: store.replace_many(["a/0", "a/1"], [b"n", b"n"]),
+                             as_nobody=True)
+    assert kind == "StoreError" and "'a/0'" in message and "Permission denied" in message
+    assert [store.get(k) for k in ("a/0", "a/1")] == [b"old0", b"old1"]
+    assert _temps(open_dir) == []
+
+
+class _FailingAt:
+    """`_fileio` whose write_files writes the first `at` values of a call for real, then
+    reports `err` (as a failure in the kernel would be reported)."""
+
+    def __init__(self, real, at: int, err: int) -> None:
+        self.read_files, self._real, self._at, self._err = real.read_files, real, at, err
+        self.calls = 0
+
+    def write_files(self, dir_fd, names, temps, values, fsync):
+        self.calls += 1
+        if self.calls > 1:  # only the first call fails
+            return self._real.write_files(dir_fd, names, temps, values, fsync)
+        done, err = self._real.write_files(dir_fd, names[:self._at], temps[:self._at],
+                                           values[:self._at], fsync)
+        assert err == 0
+        return done, -self._err
+
+
+def test_the_value_a_batch_stopped_at_is_redone_and_the_rest_written(store, monkeypatch):
+    fake = _FailingAt(_file_batch._fileio, 3, errno.EIO)
+    monkeypatch.setattr(_file_batch, "_fileio", fake)
+    keys = [f"d/{i}" for i in range(8)]
+    store.replace_many(keys, [bytes([i]) for i in range(8)])
+    assert [store.get(k) for k in keys] == [bytes([i]) for i in range(8)]
+    assert fake.calls == 2  # the rest after the redone value went through one more batch
+
+
+def test_a_failed_directory_sync_is_an_error_naming_the_key(tmp_path, monkeypatch):
+    store = FileStore(tmp_path / "root", fsync=True)
+    monkeypatch.setattr(_file_batch, "_fileio", _FailingAt(_file_batch._fileio, 2, errno.EIO))
+    with pytest.raises(StoreError, match="'d/1'.*Input/output error"):
+        store.replace_many(["d/0", "d/1"], [b"0", b"1"])
+
+
+def test_batches_with_fsync_write_every_value(tmp_path):
+    store = FileStore(tmp_path / "root", fsync=True)
+    keys = [f"d/{i}" for i in range(20)]
+    store.replace_many(keys, [bytes([i]) * 10 for i in range(20)])
+    assert [store.get(k) for k in keys] == [bytes([i]) * 10 for i in range(20)]
+
+
+def test_batches_can_be_turned_off_by_the_environment(tmp_path):
+    import subprocess
+    code = "from zarrkit.kvstore import _file_batch; print(_file_batch.AVAILABLE)"
+    env = {**os.environ, "ZARRKIT_FILE_BATCHES": "0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+# -- the engine's small chunks through the batches --------------------------------------------
+@pytest.mark.parametrize("dtype, endian", [("float32", "little"), ("int16", "big"), ("bool", None),
+                                           ("complex128", "little"), ("uint8", None)])
+def test_small_chunk_writes_and_reads_match_numpy(tmp_path, both_ways, dtype, endian):
+    shape, chunks = (37, 45, 29), (4, 5, 3)  # edge chunks in every dimension
+    codec = {"name": "bytes", "configuration": {"endian": endian}} if endian else {"name": "bytes"}
+    a = zarrkit.create(tmp_path / "a", shape=shape, dtype=dtype, chunks=chunks, fill_value=0,
+                       codecs=[codec])
+    rng = np.random.default_rng(2)
+    expected = (rng.random(shape) * 100).astype(dtype)
+    expected[:8, :10, :6] = 0  # whole chunks of the fill value: not stored
+    a[...] = expected
+    np.testing.assert_array_equal(a[...], expected)
+    assert not a.store.exists("c/0/0/0") and a.store.exists("c/3/4/5")
+    expected[5:30, 3:40:2, 7] = 7  # partial chunks: read, merged, written
+    a[5:30, 3:40:2, 7] = 7
+    expected[..., 9:12] = np.asfortranarray(expected[..., 9:12] + 1)  # an F-ordered value
+    a[..., 9:12] = np.asfortranarray(expected[..., 9:12])
+    np.testing.assert_array_equal(a[...], expected)
+    np.testing.assert_array_equal(zarrkit.open(tmp_path / "a", mode="r")[3:31, ::3], expected[3:31, ::3])
+
+
+def test_small_chunks_written_with_batches_read_the_same_without(tmp_path, monkeypatch):
+    a = zarrkit.create(tmp_path / "a", shape=(300, 260), dtype="float64", chunks=(10, 13),
+                       fill_value=np.nan, codecs=["bytes"])
+    value = np.random.default_rng(3).random((300, 260))
+    value[100:120] = np.nan  # fill-value chunks, bit for bit
+    a[...] = value
+    a[50, :] = 5.0  # a scalar broadcast over partial chunks
+    value[50, :] = 5.0
+    monkeypatch.setattr(_file_batch, "AVAILABLE", False)
+    b = zarrkit.open(tmp_path / "a", mode="r")
+    np.testing.assert_array_equal(b[...], value)
+    assert not b.store.exists("c/10/0")  # rows 100-109: all NaN, not stored
+
+
+def test_write_empty_chunks_stores_fill_value_chunks(tmp_path):
+    a = zarrkit.create(tmp_path / "a", shape=(64, 64), dtype="int32", chunks=(8, 8), fill_value=0,
+                       codecs=["bytes"], write_empty_chunks=True)
+    a[...] = 0
+    assert len(list(a.store.list_prefix(""))) == 64 + 1  # every chunk and zarr.json
+
+
+def test_negative_zero_is_not_the_fill_value_zero(tmp_path):
+    a = zarrkit.create(tmp_path / "a", shape=(64, 64), dtype="float32", chunks=(8, 8),
+                       fill_value=0.0, codecs=["bytes"])
+    a[...] = -0.0
+    assert len(list(a.store.list_prefix(""))) == 64 + 1
+    assert np.signbit(a[...]).all()
+
+
+def test_a_failed_small_chunk_write_leaves_nothing_in_flight(open_dir):
+    """A batch fails in a pool thread: the write raises that error, after every batch in flight
+    has finished (nothing is written behind the caller's back)."""
+    a = zarrkit.create(os.path.join(open_dir, "a"), shape=(256, 256), dtype="uint8",
+                       chunks=(8, 8), fill_value=0, codecs=["bytes"])
+    a[...] = 1
+    _open_to_all(open_dir)
+    os.chmod(os.path.join(open_dir, "a", "c", "17"), 0o555)
+
+    def write() -> list[int]:
+        b = zarrkit.open(os.path.join(open_dir, "a"))
+        b[...] = 2
+        return []
+    kind, message = in_child(write, as_nobody=True)
+    assert kind == "StoreError" and "'c/17/" in message and "Permission denied" in message
+    np.testing.assert_array_equal(zarrkit.open(os.path.join(open_dir, "a"))[136:144], 1)
+    assert _temps(open_dir) == []
