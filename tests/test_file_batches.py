@@ -237,9 +237,45 @@ def test_the_value_a_batch_stopped_at_is_redone_and_the_rest_written(store, monk
 
 def test_a_failed_directory_sync_is_an_error_naming_the_key(tmp_path, monkeypatch):
     store = FileStore(tmp_path / "root", fsync=True)
+    store.set("d/x", b"x")  # the directory exists: the batch writes into it
     monkeypatch.setattr(_file_batch, "_fileio", _FailingAt(_file_batch._fileio, 2, errno.EIO))
     with pytest.raises(StoreError, match="'d/1'.*Input/output error"):
         store.replace_many(["d/0", "d/1"], [b"0", b"1"])
+
+
+_SYNCED_WRITES = """
+import sys
+from zarrkit.kvstore import FileStore
+store = FileStore(sys.argv[1], fsync=sys.argv[2] == "1")
+store.set("d/first", b"0")  # makes the directory
+if sys.argv[3] == "set":
+    store.set("d/a", b"1")
+else:
+    store.replace_many(["d/0", "d/1"], [b"1", b"2"])  # one run: one batch
+"""
+
+
+@pytest.mark.parametrize("how", ["set", "replace_many"])
+def test_c_writes_sync_the_file_and_then_the_directory(tmp_path, how):
+    """Seen from the kernel (strace): with fsync=True each value's file is synced before its
+    rename, and the directory after the last rename; with fsync=False nothing is."""
+    import shutil
+    import subprocess
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed")
+    for fsync in ("0", "1"):
+        out = subprocess.run(["strace", "-f", "-e", "trace=fsync,renameat,renameat2,rename",
+                              sys.executable, "-c", _SYNCED_WRITES, str(tmp_path / fsync),
+                              fsync, how], capture_output=True, text=True, check=True)
+        calls = [line.split("(")[0].split()[-1] for line in out.stderr.splitlines()
+                 if "fsync(" in line or "rename" in line]
+        calls = ["rename" if c.startswith("rename") else c for c in calls]
+        if fsync == "0":
+            assert calls == ["rename"] * (2 if how == "set" else 3)
+        elif how == "set":  # file, rename, directory: per value
+            assert calls == ["fsync", "rename", "fsync"] * 2
+        else:  # the batch's files, each before its rename, then its directory once
+            assert calls == ["fsync", "rename", "fsync"] + ["fsync", "rename"] * 2 + ["fsync"]
 
 
 def test_batches_with_fsync_write_every_value(tmp_path):

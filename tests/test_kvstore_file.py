@@ -352,7 +352,7 @@ def test_long_key_segment_writes(store):
     assert list(store.list_prefix("")) == [key]
 
 
-def test_fsync_option(root, monkeypatch):
+def test_fsync_option(root, monkeypatch, per_value):
     calls = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd)))

@@ -65,6 +65,14 @@ def read_values(store: FileStore, keys: Sequence[str], flags: int, transient: bo
     return results
 
 
+def write_one(dir_fd: int, name: str, temp: str, value: Buffer, fsync: bool) -> bool:
+    """Write `value` to the temp file `temp` in the directory and rename it over `name`, in one
+    call; False if that failed (with nothing left behind), for the caller to redo and report."""
+    view = value if type(value) is bytes else byte_view(value)  # contiguous, as C needs
+    return _fileio.write_files(dir_fd, (os.fsencode(name),), (os.fsencode(temp),), (view,),
+                               fsync)[1] == 0
+
+
 def _fresh() -> memoryview:
     return memoryview(np.empty(BATCH_BYTES, np.uint8))  # not zeroed, unlike bytearray
 
