@@ -118,3 +118,54 @@ def test_numpy_string_scalars_are_stored_as_plain_values(zarr_format, dtype, sca
     got = a[...].tolist()
     assert got == (["a", "b", "c", "q"] if dtype is str else [b"a", b"b", b"c", b"q"])
     assert {type(v) for v in got} == {dtype}
+
+
+# -- shards written whole from a box of the value (`_write_box_shard`) ---------------------------
+def _box_shards_only(monkeypatch):
+    """Fail if any inner chunk's projection is listed (only the box path may run)."""
+    from zarrkit.engine import chunk_io
+
+    def listed(*args):
+        raise AssertionError("inner chunks listed for a shard written whole")
+    monkeypatch.setattr(chunk_io, "_members", listed)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_whole_shards_are_cut_from_the_value_without_listing_inner_chunks(tmp_path, monkeypatch,
+                                                                         order):
+    a = zarrkit.create(tmp_path / "a", shape=(64, 96), dtype="int32", chunks=(8, 16),
+                       shards=(32, 32), fill_value=0)
+    rng = np.random.default_rng(7)
+    expected = np.asarray(rng.integers(1, 100, (64, 96), dtype="int32"), order=order)
+    expected[8:16, 16:32] = 0  # an inner chunk of the fill value: left out of its shard
+    _box_shards_only(monkeypatch)
+    a[...] = expected
+    monkeypatch.undo()
+    np.testing.assert_array_equal(a[...], expected)
+    from zarrkit.engine.chunk_io import _shard_index
+    index, _ = _shard_index(a._engine, a._engine.sharding, (0, 0))
+    absent = np.iinfo(np.uint64).max  # the spec's (offset, nbytes) of an empty inner chunk
+    assert (index[1, 1] == absent).all() and (index[0, 0] != absent).all()
+
+
+def test_box_shards_take_broadcast_and_reversed_values(tmp_path, monkeypatch):
+    a = zarrkit.create(tmp_path / "a", shape=(64, 64), dtype="float64", chunks=(8, 8),
+                       shards=(32, 32), fill_value=np.nan)
+    _box_shards_only(monkeypatch)
+    a[...] = 2.5  # a scalar, broadcast
+    value = np.arange(64 * 64, dtype="float64").reshape(64, 64)
+    a[::-1, :] = value  # a reversed selection
+    monkeypatch.undo()
+    np.testing.assert_array_equal(a[...], value[::-1, :])
+
+
+def test_shards_cut_by_the_array_edge_or_written_in_part_take_the_listed_path(tmp_path):
+    a = zarrkit.create(tmp_path / "a", shape=(50, 70), dtype="uint16", chunks=(8, 8),
+                       shards=(16, 32), fill_value=0)
+    expected = np.random.default_rng(8).integers(0, 1000, (50, 70), dtype="uint16")
+    a[...] = expected  # edge shards: fewer inner chunks, some cut by the edge
+    np.testing.assert_array_equal(a[...], expected)
+    a[3:40, 10:60] = 9  # whole shards in the middle, partial ones around them
+    expected[3:40, 10:60] = 9
+    np.testing.assert_array_equal(a[...], expected)
+    np.testing.assert_array_equal(zarrkit.open(tmp_path / "a", mode="r")[...], expected)

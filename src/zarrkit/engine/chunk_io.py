@@ -314,10 +314,6 @@ def _members(shard: tuple[int, ...], projections: Any,
             for p in projections]
 
 
-def _group_by_shard(plan: Plan, cps: tuple[int, ...]) -> dict[tuple[int, ...], list[Any]]:
-    return {shard: _members(shard, ps, cps) for shard, ps in _shard_groups(plan, cps)}
-
-
 def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
                   out: np.ndarray) -> None:
     cps = sharding.chunks_per_shard
@@ -846,19 +842,59 @@ def _inner_chunks_in_array(arr: ChunkedArray, sharding: ShardingCodec,
 
 def _write_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
                    value: np.ndarray) -> None:
-    groups = _group_by_shard(plan, sharding.chunks_per_shard)
-    whole, partial = [], []
-    for shard, members in groups.items():
+    cps = sharding.chunks_per_shard
+    boxes, whole, partial = [], [], []
+    for shard, sub in _shard_groups(plan, cps):
+        region = _whole_shard_region(sharding, sub, value) if not plan.is_points else None
+        if region is not None:  # no inner chunk listed: cut from the value as a view
+            boxes.append((shard, sub, region))
+            continue
+        members = _members(shard, sub, cps)
         complete = all(p.complete for _, p in members) and \
             len(members) == _inner_chunks_in_array(arr, sharding, shard)
         (whole if complete else partial).append((shard, members))
-    if len(whole) >= concurrency():  # a shard per task: encoding overlaps other shards' I/O
+    if len(boxes) + len(whole) >= concurrency():  # a shard per task: encoding overlaps I/O
+        _run(arr, bounded(arr.copy_limit,
+                          lambda g: _write_box_shard(arr, sharding, g[0], g[2])), boxes)
         _run(arr, bounded(arr.copy_limit,
                           lambda g: _write_whole_shard(arr, sharding, g[0], g[1], value)), whole)
     else:  # few shards: their inner chunks are encoded in parallel
+        whole += [(shard, _members(shard, sub, cps)) for shard, sub, _ in boxes]
         _write_whole_shards(arr, sharding, whole, value)
     _run(arr, bounded(arr.copy_limit, lambda g: _update_shard(arr, sharding, g[0], g[1], value)),
          partial)
+
+
+def _whole_shard_region(sharding: ShardingCodec, sub: Plan, value: np.ndarray
+                        ) -> np.ndarray | None:
+    """The part of `value` that overwrites a whole shard, when `sub` (the selection's plan within
+    the shard) is a box of all its inner chunks, none cut by the array's edge; else None."""
+    box = sub.block()
+    if box is None or box[1] != sharding.chunks_per_shard:
+        return None
+    region = value[box[2]]
+    shard_shape = tuple(n * c for n, c in zip(box[1], sharding.chunk_shape, strict=True))
+    return region if region.shape == shard_shape else None
+
+
+def _write_box_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
+                     region: np.ndarray) -> None:
+    """A shard overwritten entirely by `region` (its shape), in this thread: each inner chunk,
+    a view of `region`, is encoded (transient) and copied into the shard's buffer before the
+    next (`ShardingCodec.pack_transient`). Listing the inner chunks' projections instead cost
+    more than compressing them (4096 inner chunks per 128 MiB, and the collector they woke)."""
+    cps, inner = sharding.chunks_per_shard, sharding.chunk_shape
+    ndim = len(cps)
+    blocks = region.reshape([x for n, c in zip(cps, inner, strict=True) for x in (n, c)]) \
+        .transpose([*range(0, 2 * ndim, 2), *range(1, 2 * ndim, 2)])
+
+    def encoded() -> Iterator[tuple[int, Buffer]]:
+        for flat, within in enumerate(np.ndindex(*cps)):
+            data = _encoded(arr, sharding.inner, blocks[within], transient=True)
+            if data is not None:
+                yield flat, data
+
+    arr.store.replace(arr.key(shard), sharding.pack_transient(encoded()))
 
 
 def _encoded_inner(arr: ChunkedArray, sharding: ShardingCodec, p: ChunkProjection,
