@@ -6,6 +6,7 @@ hands it a `ChunkedArray` describing the array.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections import deque
@@ -854,10 +855,11 @@ def _write_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
             len(members) == _inner_chunks_in_array(arr, sharding, shard)
         (whole if complete else partial).append((shard, members))
     if len(boxes) + len(whole) >= concurrency():  # a shard per task: encoding overlaps I/O
-        _run(arr, bounded(arr.copy_limit,
-                          lambda g: _write_box_shard(arr, sharding, g[0], g[2])), boxes)
-        _run(arr, bounded(arr.copy_limit,
-                          lambda g: _write_whole_shard(arr, sharding, g[0], g[1], value)), whole)
+        tasks = [functools.partial(_write_box_shard, arr, sharding, shard, region)
+                 for shard, _, region in boxes]
+        tasks += [functools.partial(_write_whole_shard, arr, sharding, shard, members, value)
+                  for shard, members in whole]
+        _run(arr, bounded(arr.copy_limit, lambda task: task()), tasks)
     else:  # few shards: their inner chunks are encoded in parallel
         whole += [(shard, _members(shard, sub, cps)) for shard, sub, _ in boxes]
         _write_whole_shards(arr, sharding, whole, value)
@@ -881,8 +883,9 @@ def _write_box_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[in
                      region: np.ndarray) -> None:
     """A shard overwritten entirely by `region` (its shape), in this thread: each inner chunk,
     a view of `region`, is encoded (transient) and copied into the shard's buffer before the
-    next (`ShardingCodec.pack_transient`). Listing the inner chunks' projections instead cost
-    more than compressing them (4096 inner chunks per 128 MiB, and the collector they woke)."""
+    next (`ShardingCodec.pack_transient`). Listing the inner chunks' projections instead (4096
+    per 128 MiB in the benchmark), and the garbage collections they set off, took as many
+    py-spy samples as compressing them with blosc."""
     cps, inner = sharding.chunks_per_shard, sharding.chunk_shape
     ndim = len(cps)
     blocks = region.reshape([x for n, c in zip(cps, inner, strict=True) for x in (n, c)]) \
