@@ -12,6 +12,6 @@ from setuptools import Extension, setup
 extensions = []
 if sys.platform.startswith("linux"):
     extensions.append(Extension("zarrkit.kvstore._fileio", ["src/zarrkit/kvstore/_fileio.c"],
-                                extra_compile_args=["-O2"], optional=True))
+                                optional=True))  # no compiler: a warning, and no extension
 
 setup(ext_modules=extensions)
