@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -361,3 +362,87 @@ def test_a_failed_small_chunk_write_leaves_nothing_in_flight(open_dir):
     assert kind == "StoreError" and "'c/17/" in message and "Permission denied" in message
     np.testing.assert_array_equal(zarrkit.open(os.path.join(open_dir, "a"))[136:144], 1)
     assert _temps(open_dir) == []
+
+
+# -- a whole value replaced under its lock in one call (`FileStore.replace`) ---------------------
+def _hold_lock(root: str, key: str, seconds: float, conn) -> None:
+    store = FileStore(root)
+    with store.lock(key):
+        conn.send(("held", time.monotonic()))
+        time.sleep(seconds)
+        conn.send(("released", time.monotonic()))
+
+
+def test_replace_waits_for_another_process_holding_the_key_lock(tmp_path, monkeypatch):
+    import multiprocessing
+    calls = []
+    real = _file_batch.replace_locked
+    monkeypatch.setattr(_file_batch, "replace_locked", lambda *a: calls.append(real(*a)) or
+                        calls[-1])
+    store = FileStore(tmp_path / "root")
+    store.set("d/k", b"old")
+    ours, theirs = multiprocessing.get_context("spawn").Pipe()
+    proc = multiprocessing.get_context("spawn").Process(
+        target=_hold_lock, args=(str(tmp_path / "root"), "d/k", 0.5, theirs))
+    proc.start()
+    try:
+        assert ours.poll(60) and ours.recv()[0] == "held"
+        store.replace("d/k", b"new")
+        done = time.monotonic()
+        assert ours.poll(60)
+        kind, released = ours.recv()
+        assert kind == "released" and done > released
+    finally:
+        proc.join(60)
+    assert store.get("d/k") == b"new" and calls == [True]
+
+
+def test_replace_falls_back_where_one_call_cannot_do_it(tmp_path, monkeypatch):
+    calls = []
+    real = _file_batch.replace_locked
+    monkeypatch.setattr(_file_batch, "replace_locked", lambda *a: calls.append(real(*a)) or
+                        calls[-1])
+    root = tmp_path / "root"
+    store = FileStore(root)
+    store.replace("new/dir/k", b"1")  # its directory is made the usual way
+    assert store.get("new/dir/k") == b"1" and calls == [False]
+    store.replace("new/dir/k", b"2")
+    assert store.get("new/dir/k") == b"2" and calls == [False, True]
+    store.replace("a/zarr.json", b"{}")  # a node file: the usual way (lock homes change)
+    assert store.get("a/zarr.json") == b"{}" and len(calls) == 2
+    (tmp_path / "outside").mkdir()
+    os.symlink(tmp_path / "outside", root / "out")
+    with pytest.raises(InvalidKeyError, match="'out/k' resolves outside"):
+        store.replace("out/k", b"x")
+    assert os.listdir(tmp_path / "outside") == []
+
+
+def test_replace_after_its_lock_file_was_deleted_locks_the_new_one(tmp_path, monkeypatch):
+    """The lock file deleted with its node (by another process): the one call finds it
+    unlinked and gives way; the usual path locks the file at its path now, and the next one
+    call uses that."""
+    import shutil
+    calls = []
+    real = _file_batch.replace_locked
+    monkeypatch.setattr(_file_batch, "replace_locked", lambda *a: calls.append(real(*a)) or
+                        calls[-1])
+    root = tmp_path / "root"
+    store = FileStore(root)
+    store.set("a/zarr.json", b"{}")
+    store.set("a/c/0", b"")
+    store.replace("a/c/0", b"0")  # opens the node's lock file and keeps it
+    lock_file = root / "a" / ".zarrkit-locks" / "keys.lock"
+    old = lock_file.stat().st_ino
+    shutil.rmtree(lock_file.parent)
+    store.replace("a/c/0", b"1")
+    store.replace("a/c/0", b"2")
+    assert store.get("a/c/0") == b"2" and lock_file.stat().st_ino != old
+    assert calls == [True, False, True]
+
+
+def test_a_failed_replace_names_its_key_and_keeps_the_old_value(tmp_path):
+    store = FileStore(tmp_path / "root")
+    store.set("d/k/inner", b"inner")  # the key is a non-empty directory: no rename over it
+    with pytest.raises(StoreError, match="'d/k'"):
+        store.replace("d/k", b"new")
+    assert store.get("d/k/inner") == b"inner" and _temps(tmp_path) == []

@@ -73,6 +73,17 @@ def write_one(dir_fd: int, name: str, temp: str, value: Buffer, fsync: bool) -> 
                                fsync)[1] == 0
 
 
+def replace_locked(directory: str, name: str, temp: str, value: Buffer, fsync: bool,
+                   lock_fd: int, lock_byte: int) -> bool:
+    """Under the lock of byte `lock_byte` of the lock file `lock_fd`, write `value` to the temp
+    file `temp` in `directory` (an absolute path, opened through no link) and rename it over
+    `name`, in one call; False if anything failed (with nothing written) for the caller to redo
+    it the usual way, which handles and reports it."""
+    view = value if type(value) is bytes else byte_view(value)  # contiguous, as C needs
+    return _fileio.replace_file(os.fsencode(directory), os.fsencode(name), os.fsencode(temp),
+                                view, fsync, lock_fd, lock_byte) == 0
+
+
 def _fresh() -> memoryview:
     return memoryview(np.empty(BATCH_BYTES, np.uint8))  # not zeroed, unlike bytearray
 

@@ -321,7 +321,78 @@ finish:
     return result;
 }
 
+/* Lock one byte of the lock file `lock_fd` (an open file description lock, as the store's
+ * Python code takes them), or release it; 0 or -errno. */
+static int lock_byte(int lock_fd, int64_t offset, short type)
+{
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = offset;
+    fl.l_len = 1;
+    int cmd = type == F_UNLCK ? F_OFD_SETLK : F_OFD_SETLKW;
+    while (fcntl(lock_fd, cmd, &fl) < 0)
+        if (errno != EINTR)
+            return -errno;
+    return 0;
+}
+
+/* The value written to `temp` in directory `dir_path` and renamed over `name`, while holding
+ * the lock byte; 0, -errno, or -ESTALE when the lock file was deleted (it excludes nobody). */
+static int replace_locked(const char *dir_path, const char *name, const char *temp,
+                          const char *data, Py_ssize_t size, int sync, int lock_fd,
+                          int64_t offset)
+{
+    struct stat st;
+    int err = lock_byte(lock_fd, offset, F_WRLCK);
+    if (err != 0)
+        return err;
+    if (fstat(lock_fd, &st) < 0)
+        err = -errno;
+    else if (st.st_nlink == 0)
+        err = -ESTALE;
+    else {
+        int dir_fd = open_no_symlinks(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0)
+            err = -errno;
+        else {
+            err = write_one(dir_fd, name, temp, data, size, sync);
+            if (err == 0 && sync && fsync(dir_fd) < 0) /* makes the rename durable */
+                err = -errno;
+            close(dir_fd);
+        }
+    }
+    int unlocked = lock_byte(lock_fd, offset, F_UNLCK);
+    return err != 0 ? err : unlocked;
+}
+
+PyDoc_STRVAR(replace_file_doc,
+"replace_file(dir_path, name, temp, value, fsync, lock_fd, lock_offset) -> int\n\n"
+"Under the open file description lock of byte `lock_offset` of `lock_fd` (waited for, and\n"
+"released after): open the directory `dir_path` (an absolute path, through no symbolic link),\n"
+"write `value` to a new file `temp` there and rename it over `name` (with `fsync`, the file\n"
+"before its rename and the directory after). Returns 0, or -errno of what failed, with\n"
+"nothing written: -ESTALE if the lock file was deleted (its lock excludes nobody).");
+
+static PyObject *replace_file(PyObject *self, PyObject *args)
+{
+    const char *dir_path, *name, *temp;
+    Py_buffer value;
+    int sync, lock_fd, err;
+    long long offset;
+    if (!PyArg_ParseTuple(args, "yyyy*piL", &dir_path, &name, &temp, &value, &sync, &lock_fd,
+                          &offset))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    err = replace_locked(dir_path, name, temp, value.buf, value.len, sync, lock_fd, offset);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&value);
+    return PyLong_FromLong(err);
+}
+
 static PyMethodDef methods[] = {
+    {"replace_file", replace_file, METH_VARARGS, replace_file_doc},
     {"read_files", read_files, METH_VARARGS, read_files_doc},
     {"write_files", write_files, METH_VARARGS, write_files_doc},
     {NULL, NULL, 0, NULL},
