@@ -365,6 +365,19 @@ def test_a_failed_small_chunk_write_leaves_nothing_in_flight(open_dir):
 
 
 # -- a whole value replaced under its lock in one call (`FileStore.replace`) ---------------------
+@pytest.fixture
+def one_calls(monkeypatch) -> list[bool]:
+    """What each one-call replacement (`_file_batch.replace_locked`) returned, in order."""
+    calls: list[bool] = []
+    real = _file_batch.replace_locked
+
+    def counted(*args) -> bool:
+        calls.append(real(*args))
+        return calls[-1]
+    monkeypatch.setattr(_file_batch, "replace_locked", counted)
+    return calls
+
+
 def _hold_lock(root: str, key: str, seconds: float, conn) -> None:
     store = FileStore(root)
     with store.lock(key):
@@ -373,12 +386,8 @@ def _hold_lock(root: str, key: str, seconds: float, conn) -> None:
         conn.send(("released", time.monotonic()))
 
 
-def test_replace_waits_for_another_process_holding_the_key_lock(tmp_path, monkeypatch):
+def test_replace_waits_for_another_process_holding_the_key_lock(tmp_path, one_calls):
     import multiprocessing
-    calls = []
-    real = _file_batch.replace_locked
-    monkeypatch.setattr(_file_batch, "replace_locked", lambda *a: calls.append(real(*a)) or
-                        calls[-1])
     store = FileStore(tmp_path / "root")
     store.set("d/k", b"old")
     ours, theirs = multiprocessing.get_context("spawn").Pipe()
@@ -394,22 +403,18 @@ def test_replace_waits_for_another_process_holding_the_key_lock(tmp_path, monkey
         assert kind == "released" and done > released
     finally:
         proc.join(60)
-    assert store.get("d/k") == b"new" and calls == [True]
+    assert store.get("d/k") == b"new" and one_calls == [True]
 
 
-def test_replace_falls_back_where_one_call_cannot_do_it(tmp_path, monkeypatch):
-    calls = []
-    real = _file_batch.replace_locked
-    monkeypatch.setattr(_file_batch, "replace_locked", lambda *a: calls.append(real(*a)) or
-                        calls[-1])
+def test_replace_falls_back_where_one_call_cannot_do_it(tmp_path, one_calls):
     root = tmp_path / "root"
     store = FileStore(root)
     store.replace("new/dir/k", b"1")  # its directory is made the usual way
-    assert store.get("new/dir/k") == b"1" and calls == [False]
+    assert store.get("new/dir/k") == b"1" and one_calls == [False]
     store.replace("new/dir/k", b"2")
-    assert store.get("new/dir/k") == b"2" and calls == [False, True]
+    assert store.get("new/dir/k") == b"2" and one_calls == [False, True]
     store.replace("a/zarr.json", b"{}")  # a node file: the usual way (lock homes change)
-    assert store.get("a/zarr.json") == b"{}" and len(calls) == 2
+    assert store.get("a/zarr.json") == b"{}" and len(one_calls) == 2
     (tmp_path / "outside").mkdir()
     os.symlink(tmp_path / "outside", root / "out")
     with pytest.raises(InvalidKeyError, match="'out/k' resolves outside"):
@@ -417,15 +422,11 @@ def test_replace_falls_back_where_one_call_cannot_do_it(tmp_path, monkeypatch):
     assert os.listdir(tmp_path / "outside") == []
 
 
-def test_replace_after_its_lock_file_was_deleted_locks_the_new_one(tmp_path, monkeypatch):
+def test_replace_after_its_lock_file_was_deleted_locks_the_new_one(tmp_path, one_calls):
     """The lock file deleted with its node (by another process): the one call finds it
     unlinked and gives way; the usual path locks the file at its path now, and the next one
     call uses that."""
     import shutil
-    calls = []
-    real = _file_batch.replace_locked
-    monkeypatch.setattr(_file_batch, "replace_locked", lambda *a: calls.append(real(*a)) or
-                        calls[-1])
     root = tmp_path / "root"
     store = FileStore(root)
     store.set("a/zarr.json", b"{}")
@@ -437,7 +438,7 @@ def test_replace_after_its_lock_file_was_deleted_locks_the_new_one(tmp_path, mon
     store.replace("a/c/0", b"1")
     store.replace("a/c/0", b"2")
     assert store.get("a/c/0") == b"2" and lock_file.stat().st_ino != old
-    assert calls == [True, False, True]
+    assert one_calls == [True, False, True]
 
 
 def test_a_failed_replace_names_its_key_and_keeps_the_old_value(tmp_path):

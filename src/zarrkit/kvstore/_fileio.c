@@ -1,11 +1,12 @@
 /* Batches of the file store's small-value reads and atomic writes, each batch in one call that
- * does not hold the GIL.
+ * does not hold the GIL; and a whole value's replacement under its lock, in one such call.
  *
  * Why: a small chunk costs a few short system calls (open, fstat, pread, close; or create,
- * write, close, rename). Made from Python, each one hands the GIL over, and with two threads
- * every hand-off wakes the other thread (on the 2-core VM, a sleeping vCPU): two threads read
- * 4096 files of 16 KiB slower than one. Here a whole batch runs without the GIL, so threads
- * overlap their kernel work, and Python's work is one call per batch.
+ * write, close, rename; and a lock and unlock around a replacement). Made from Python, each one
+ * hands the GIL over, and with two threads every hand-off wakes the other thread (on the 2-core
+ * VM, a sleeping vCPU): two threads read 4096 files of 16 KiB slower than one. Here a whole
+ * batch runs without the GIL, so threads overlap their kernel work, and Python's work is one
+ * call per batch.
  *
  * Only the fast, common path is done here. Every failure is reported per value (a negative
  * errno) and the caller redoes that value with its own code, which has the full handling:
