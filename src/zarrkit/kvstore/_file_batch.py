@@ -68,9 +68,8 @@ def read_values(store: FileStore, keys: Sequence[str], flags: int, transient: bo
 def write_one(dir_fd: int, name: str, temp: str, value: Buffer, fsync: bool) -> bool:
     """Write `value` to the temp file `temp` in the directory and rename it over `name`, in one
     call; False if that failed (with nothing left behind), for the caller to redo and report."""
-    view = value if type(value) is bytes else byte_view(value)  # contiguous, as C needs
-    return _fileio.write_files(dir_fd, (os.fsencode(name),), (os.fsencode(temp),), (view,),
-                               fsync)[1] == 0
+    return _fileio.write_files(dir_fd, (os.fsencode(name),), (os.fsencode(temp),),
+                               (byte_view(value),), fsync)[1] == 0  # contiguous, as C needs
 
 
 def replace_locked(directory: str, name: str, temp: str, value: Buffer, fsync: bool,
@@ -79,9 +78,8 @@ def replace_locked(directory: str, name: str, temp: str, value: Buffer, fsync: b
     file `temp` in `directory` (an absolute path, opened through no link) and rename it over
     `name`, in one call; False if anything failed (with nothing written) for the caller to redo
     it the usual way, which handles and reports it."""
-    view = value if type(value) is bytes else byte_view(value)  # contiguous, as C needs
     return _fileio.replace_file(os.fsencode(directory), os.fsencode(name), os.fsencode(temp),
-                                view, fsync, lock_fd, lock_byte) == 0
+                                byte_view(value), fsync, lock_fd, lock_byte) == 0
 
 
 def _fresh() -> memoryview:

@@ -258,8 +258,7 @@ class FileStore(KvStore):
         case in one syscall. Paths that do involve a link take the portable check.
         """
         if _openat2.AVAILABLE:
-            real = self._real_base + rel if rel else self._real_root
-            fd = _openat2.open_no_symlinks(os.fsencode(real), flags)
+            fd = _openat2.open_no_symlinks(os.fsencode(self._real_dir(rel)), flags)
             if fd >= 0:
                 return fd
             if fd in (-errno.ENOENT, -errno.ENOTDIR, -errno.ENXIO):  # ENXIO: a socket
@@ -553,9 +552,12 @@ class FileStore(KvStore):
     def _write_dir(self, key: str, rel: str, held: _HeldDir | None) -> int | None:
         """A descriptor of the directory `rel` that holds `key` (the held one while it still is
         that directory), checked to be inside the root; None if it is missing."""
-        dir_fd = None if held is None else held.take(
-            rel, self._real_base + rel if rel else self._real_root)
+        dir_fd = None if held is None else held.take(rel, self._real_dir(rel))
         return self._open_parent(key)[0] if dir_fd is None else dir_fd
+
+    def _real_dir(self, rel: str) -> str:
+        """The resolved path of the key directory `rel` ("" for the root)."""
+        return self._real_base + rel if rel else self._real_root
 
     def _set(self, key: str, value: Buffer, held: _HeldDir | None = None) -> None:
         rel, _, name = key.rpartition("/")
@@ -734,9 +736,8 @@ class FileStore(KvStore):
         if type(value) is not bytes:
             check_value(key, value)
         lock = _KeyLock(self, (key,))
-        directory = self._real_base + rel if rel else self._real_root
         return lock.run_in_thread_locks(lambda fd, offset: _file_batch.replace_locked(
-            directory, name, _temp_name(name), value, self.fsync, fd, offset))
+            self._real_dir(rel), name, _temp_name(name), value, self.fsync, fd, offset))
 
     def lock(self, key: str) -> _KeyLock:
         """An exclusive lock on `key` across threads and processes (not reentrant)."""
