@@ -90,6 +90,18 @@ def strategy(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(params=["libzstd", "zstandard"])
+def zstd_decoder(request, monkeypatch):
+    """Each zstd decoder: the system's libzstd called directly, and python-zstandard (the
+    fallback without it)."""
+    from zarrkit.codecs import _libzstd
+
+    if request.param == "libzstd" and not _libzstd.available:
+        pytest.skip("no system libzstd here")
+    monkeypatch.setattr(_libzstd, "available", request.param == "libzstd")
+    return request.param
+
+
 @pytest.fixture
 def open_dir():
     """A directory an unprivileged user can reach (pytest's tmp_path is private to root)."""

@@ -45,14 +45,14 @@ def test_gzip_rejects_zlib_and_raw_deflate():
         chain(GZIP).decode(zlib.compress(DATA.tobytes()))
 
 
-def test_zstd_frames_match_numcodecs():
+def test_zstd_frames_match_numcodecs(zstd_decoder):
     c = chain(ZSTD)
     encoded = bytes(c.encode(DATA))
     assert numcodecs.Zstd().decode(encoded) == DATA.tobytes()
     np.testing.assert_array_equal(c.decode(numcodecs.Zstd(level=5).encode(DATA.tobytes())), DATA)
 
 
-def test_zstd_frame_without_content_size():
+def test_zstd_frame_without_content_size(zstd_decoder):
     # Frames written by streaming compressors may omit the content size; rewrite the header of a
     # small single-segment frame to that form (1-byte size field -> 1-byte window descriptor).
     spec = ChunkSpec((100,), np.dtype("uint8"), np.uint8(0))
@@ -115,7 +115,7 @@ CHAINS = {
 
 
 @pytest.mark.parametrize("name", CHAINS)
-def test_garbage_and_truncation_raise_corrupt_data(name):
+def test_garbage_and_truncation_raise_corrupt_data(name, zstd_decoder):
     c = chain(*CHAINS[name])
     encoded = bytes(c.encode(DATA))
     rng = random.Random(name)
@@ -128,7 +128,7 @@ def test_garbage_and_truncation_raise_corrupt_data(name):
 
 
 @pytest.mark.parametrize("name", CHAINS)
-def test_bit_flips_never_raise_anything_but_corrupt_data(name):
+def test_bit_flips_never_raise_anything_but_corrupt_data(name, zstd_decoder):
     c = chain(*CHAINS[name])
     encoded = bytes(c.encode(DATA))
     rng = random.Random(1)
@@ -146,6 +146,59 @@ def test_bit_flips_never_raise_anything_but_corrupt_data(name):
         assert decoded.shape == DATA.shape and decoded.dtype == DATA.dtype
 
 
+def test_zstd_decoders_agree_and_libzstd_writes_into_the_destination(zstd_decoder):
+    spec = ChunkSpec((300, 500), np.dtype("uint16"), np.uint16(0))  # 293 KiB: three blocks
+    data = (np.arange(150000, dtype="uint32") * 2654435761 % 4099).astype("uint16").reshape(300, 500)
+    c = chain({"name": "zstd"}, spec=spec)
+    encoded = bytes(c.encode(data))
+    np.testing.assert_array_equal(c.decode(encoded), data)
+    np.testing.assert_array_equal(c.decode(memoryview(encoded)), data)  # read-only: no address
+    dest = bytearray(data.nbytes)
+    codec = c.bytes_bytes[0]
+    got = codec.decode_into(bytearray(encoded), spec, data.nbytes, memoryview(dest))
+    assert bytes(got) == data.tobytes()
+    assert (getattr(got, "obj", None) is dest) == (zstd_decoder == "libzstd")  # no copy out
+    # Frames of another writer: numcodecs' (a new context per chunk, content size declared).
+    np.testing.assert_array_equal(c.decode(numcodecs.Zstd(level=1).encode(data.tobytes())), data)
+
+
+def test_zstd_decoders_name_what_is_wrong(zstd_decoder):
+    spec = ChunkSpec((300, 500), np.dtype("uint16"), np.uint16(0))
+    data = np.arange(150000, dtype="uint16").reshape(300, 500)
+    c = chain({"name": "zstd"}, spec=spec)
+    encoded = bytearray(c.encode(data))
+    with pytest.raises(CorruptDataError, match="zstd codec: (invalid compressed data|frame)"):
+        c.decode(bytes(encoded[:-7]))
+    encoded[len(encoded) // 2:] = bytes(len(encoded) - len(encoded) // 2)  # zeroed blocks
+    with pytest.raises(CorruptDataError, match="zstd codec"):
+        c.decode(bytes(encoded))
+
+
+def test_zstd_decodes_in_many_threads_at_once(zstd_decoder):
+    from concurrent.futures import ThreadPoolExecutor
+
+    spec = ChunkSpec((256, 256), np.dtype("uint16"), np.uint16(0))
+    arrays = [(np.arange(65536, dtype="uint32") * (k + 3) % 7001).astype("uint16").reshape(256, 256)
+              for k in range(24)]
+    c = chain({"name": "zstd"}, spec=spec)
+    frames = [bytes(c.encode(a)) for a in arrays]
+
+    def check(k: int) -> bool:
+        return all(np.array_equal(c.decode(frames[k]), arrays[k]) for _ in range(5))
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(check, range(24)))
+
+
+def test_system_libzstd_can_be_turned_off():
+    import subprocess
+    import sys
+
+    code = "from zarrkit.codecs import _libzstd; print(_libzstd.available)"
+    off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "ZARRKIT_SYSTEM_ZSTD": "0"})
+    assert off.stdout.strip() == "False"
+
+
 # -- decompression bombs ----------------------------------------------------------------------------
 SMALL = ChunkSpec((16,), np.dtype("uint8"), np.uint8(0))
 BOMB = b"\0" * (64 << 20)
@@ -157,7 +210,7 @@ def test_gzip_bomb_stops_at_the_expected_size():
         chain(GZIP, spec=SMALL).decode(bomb)
 
 
-def test_zstd_bomb_is_refused_from_the_header():
+def test_zstd_bomb_is_refused_from_the_header(zstd_decoder):
     bomb = numcodecs.Zstd(level=1).encode(BOMB)
     with pytest.raises(CorruptDataError, match="declares 67108864 decoded bytes, expected 16"):
         chain(ZSTD, spec=SMALL).decode(bomb)

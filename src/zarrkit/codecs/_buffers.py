@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+
 from .base import Buffer
 
 
@@ -19,3 +21,15 @@ def byte_view(data: Buffer) -> memoryview:
 
 def nbytes(data: Buffer) -> int:
     return data.nbytes if isinstance(data, memoryview) else len(data)
+
+
+def address(data: Buffer) -> int | bytes | None:
+    """What ctypes can pass as a pointer to `data`'s bytes (no copy): a bytes object itself, or
+    the address of a writable buffer. None for read-only views (a codec library's Python API
+    decodes those)."""
+    if type(data) is bytes:
+        return data
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(data))
+    except (TypeError, ValueError):  # read-only, or empty
+        return None

@@ -14,8 +14,6 @@ import ctypes
 
 from numcodecs import blosc as _numcodecs_blosc
 
-from .base import Buffer
-
 
 def _bind() -> tuple[object, object] | None:
     try:
@@ -39,17 +37,6 @@ MAX_OVERHEAD = 16  # BLOSC_MAX_OVERHEAD: the header; incompressible data is stor
 _bound = _bind()
 available = _bound is not None
 _decompress, _compress = _bound if _bound is not None else (None, None)
-
-
-def address(data: Buffer) -> int | bytes | None:
-    """What ctypes can pass as a pointer to `data`'s bytes (no copy): a bytes object itself, or
-    the address of a writable buffer. None for read-only views (use numcodecs then)."""
-    if type(data) is bytes:
-        return data
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(data))
-    except (TypeError, ValueError):  # read-only, or empty
-        return None
 
 
 def decompress(src: int | bytes, dest: int, size: int) -> int:

@@ -10,7 +10,7 @@ from numcodecs import blosc as _blosc
 from ..errors import CodecError, CorruptDataError
 from ..scratch import SCRATCH_LIMIT, scratch
 from . import _cblosc
-from ._buffers import byte_view, nbytes
+from ._buffers import address, byte_view, nbytes
 from ._config import check_members, get_choice, get_int
 from .base import Buffer, BytesBytesCodec, ChunkSpec
 from .registry import register_codec
@@ -86,7 +86,7 @@ class BloscCodec(BytesBytesCodec):
         size = nbytes(data)
         if size > _MAX_INPUT:
             raise CodecError(f"blosc codec: cannot compress {size} bytes (limit {_MAX_INPUT})")
-        src = _cblosc.address(data) if _cblosc.available and size else None
+        src = address(data) if _cblosc.available and size else None
         if src is None:
             return self._blosc.encode(data)
         # Into this thread's reused buffer: fresh chunk-sized buffers cost page faults (measured
@@ -94,7 +94,7 @@ class BloscCodec(BytesBytesCodec):
         room = size + _cblosc.MAX_OVERHEAD
         dest = scratch(room, "compress") if room <= SCRATCH_LIMIT else memoryview(bytearray(room))
         written = _cblosc.compress(self.clevel, SHUFFLES.index(self.shuffle or "noshuffle"),
-                                   self.typesize or 1, src, size, _cblosc.address(dest),
+                                   self.typesize or 1, src, size, address(dest),
                                    len(dest), self._cname, self.blocksize)
         if written <= 0:
             raise CodecError(f"blosc codec: c-blosc failed to compress {size} bytes ({written})")
@@ -119,14 +119,14 @@ class BloscCodec(BytesBytesCodec):
         # The header says everything needed to decode, so the configuration plays no part here.
         if size == 0:
             return b""  # c-blosc reports 0 bytes decoded, which numcodecs takes as an error
-        src = _cblosc.address(data) if _cblosc.available else None
+        src = address(data) if _cblosc.available else None
         if src is None:
             try:
                 return _blosc.decompress(data, dest)
             except Exception as e:  # numcodecs raises RuntimeError/ValueError
                 raise CorruptDataError(f"blosc codec: invalid compressed data ({e})") from None
         out = bytearray(size) if dest is None else dest
-        if _cblosc.decompress(src, _cblosc.address(out), size) != size:
+        if _cblosc.decompress(src, address(out), size) != size:
             raise CorruptDataError("blosc codec: invalid compressed data (c-blosc could not decode it)")
         return out
 
