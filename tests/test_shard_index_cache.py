@@ -22,8 +22,9 @@ NEW = np.random.default_rng(1).integers(0, 60000, SHAPE, dtype="uint16")  # bare
 
 
 class _Spy:
-    """A store that counts index reads (the only `get_with_generation` calls of the engine)
-    and can run a hook right after one, as if another writer acted at that moment."""
+    """A store that counts index reads (the engine's `get_with_generation` calls, and the
+    first read of `get_then_ranges`) and can run a hook right after one, as if another writer
+    acted at that moment."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -33,12 +34,15 @@ class _Spy:
 
     def get_with_generation(self, key, byte_range=None):
         found = super().get_with_generation(key, byte_range)
+        self._index_read()
+        return found
+
+    def _index_read(self):
         self.index_reads += 1
         hook, self.after_index_read = self.after_index_read, None
         for fn in (hook, self.after_every_index_read):
             if fn is not None:
                 fn()
-        return found
 
 
 class SpyMemory(_Spy, MemoryStore):
@@ -46,7 +50,14 @@ class SpyMemory(_Spy, MemoryStore):
 
 
 class SpyFile(_Spy, FileStore):
-    pass
+    """The file store reads an index and the inner chunks it picks through one descriptor:
+    the hook runs in between, while the old file is open."""
+
+    def get_then_ranges(self, key, byte_range, then):
+        def spied(first):
+            self._index_read()
+            return then(first)
+        return FileStore.get_then_ranges(self, key, byte_range, spied)
 
 
 @pytest.fixture(params=["memory", "file"])
@@ -98,8 +109,18 @@ def test_a_shard_replaced_between_index_and_chunks_is_read_again(store, sel):
         writer[...] = NEW
 
     store.index_reads, store.after_index_read = 0, replace
+    if _reads_through_one_open(store, sel):  # the file it opened: the old value, whole
+        np.testing.assert_array_equal(reader[sel], OLD[sel])
+        assert store.index_reads == 1
+        return
     np.testing.assert_array_equal(reader[sel], NEW[sel])
     assert store.index_reads == 2  # the stale index, then the new one
+
+
+def _reads_through_one_open(store, sel) -> bool:
+    """Whether the engine reads `sel`'s index and inner chunks with one `get_then_ranges` and
+    the store does that through one open file (parts of inner chunks, not boxes of them)."""
+    return isinstance(store, FileStore) and sel == SELECTIONS[1]
 
 
 @pytest.mark.parametrize("sel", SELECTIONS)
@@ -134,6 +155,9 @@ def test_a_shard_replaced_during_every_attempt_is_an_error(store, sel):
         writer[0:32, 0:32] = flip[0][0:32, 0:32]
 
     store.after_every_index_read = replace
+    if _reads_through_one_open(store, sel):  # never a mix of two values to retry
+        np.testing.assert_array_equal(reader[sel], OLD[sel])
+        return
     with pytest.raises(StoreError, match=r"shard 'c/0/0' was replaced during each of 4 attempts"):
         reader[sel]
 
@@ -199,6 +223,25 @@ def _check_generations(store, key="k"):
     store.set(key, b"abc")
     got = store.get_ranges_if(key, [ByteRange(1, 1)], None)  # None: unchecked
     assert [bytes(g) for g in got] == [b"b"]
+    _check_then_ranges(store, key)
+
+
+def _check_then_ranges(store, key):
+    """`get_then_ranges`: the first read, its generation, then the ranges picked from it."""
+    store.set(key, b"0123456789")
+    seen = []
+
+    def then(first):
+        seen.append(bytes(first))
+        return [ByteRange(int(chr(first[0])), 2), ByteRange(0, 1), ByteRange(9, 4)]
+    first, gen, got = store.get_then_ranges(key, ByteRange.suffix(3), then)
+    assert seen == [b"789"] and bytes(first) == b"789"
+    assert [bytes(g) for g in got] == [b"78", b"0", b"9"]
+    assert gen == store.get_with_generation(key)[1]
+    assert store.get_then_ranges("missing", ByteRange.suffix(3), then) == (None, None, [])
+    assert seen == [b"789"]  # not called for a missing key
+    with pytest.raises(ValueError, match="picked"):
+        store.get_then_ranges(key, None, lambda first: (_ for _ in ()).throw(ValueError("picked")))
 
 
 def test_memory_store_generations():

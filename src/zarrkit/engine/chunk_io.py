@@ -6,6 +6,7 @@ hands it a `ChunkedArray` describing the array.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -351,27 +352,58 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
 
 def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
                         members: list[Any]) -> list[tuple[Buffer | None, ChunkProjection, str]]:
-    """The shard's index, then only the inner chunks the selection needs (one batch)."""
+    """The shard's index, then only the inner chunks the selection needs (one batch). Without
+    a cached index, both come from one `get_then_ranges` (a file store opens the shard once)."""
     key = arr.key(shard)
+
+    def needed(index: np.ndarray) -> tuple[list[Any], list[ByteRange], list[ChunkProjection]]:
+        """(the members stored nowhere, as found; ranges of the others; those others)"""
+        missing, ranges, pending = [], [], []
+        for within, p in members:
+            offset, nbytes = index[within]
+            if offset == _EMPTY:
+                missing.append((None, p, key))
+            else:
+                ranges.append(ByteRange(int(offset), int(nbytes)))
+                pending.append(p)
+        return missing, ranges, pending
+
+    def found(picked: tuple[list[Any], list[ByteRange], list[ChunkProjection]],
+              fetched: list[Buffer | None]) -> list[tuple[Buffer | None, ChunkProjection, str]]:
+        missing, ranges, pending = picked
+        return missing + [(_inner_bytes(key, rng, data), p, key)
+                          for rng, p, data in zip(ranges, pending, fetched, strict=True)]
 
     def fetch(index: np.ndarray | None, generation: Any) -> list[Any]:
         if index is None:
             return [(None, p, key) for _, p in members]
-        found: list[tuple[Buffer | None, ChunkProjection, str]] = []
-        ranges, pending = [], []
-        for within, p in members:
-            offset, nbytes = index[within]
-            if offset == _EMPTY:
-                found.append((None, p, key))
-            else:
-                ranges.append(ByteRange(int(offset), int(nbytes)))
-                pending.append(p)
-        fetched = arr.store.get_ranges_if(key, ranges, generation)
-        for rng, p, data in zip(ranges, pending, fetched, strict=True):
-            found.append((_inner_bytes(key, rng, data), p, key))
-        return found
+        picked = needed(index)
+        return found(picked, arr.store.get_ranges_if(key, picked[1], generation))
 
+    if arr.shard_indexes.get(key) is None:
+        with contextlib.suppress(GenerationMismatch):  # replaced in between: read anew below
+            return _fetch_with_index(arr, sharding, key, needed, found, members)
     return _with_index(arr, sharding, shard, fetch)
+
+
+def _fetch_with_index(arr: ChunkedArray, sharding: ShardingCodec, key: str,
+                      needed: Callable[[np.ndarray], Any], found: Callable[..., list[Any]],
+                      members: list[Any]) -> list[Any]:
+    """A shard's index and the inner chunks `needed` picks from it, in one store call; the
+    index cached for later reads."""
+    picked: list[Any] = []
+
+    def then(data: Buffer) -> list[ByteRange]:
+        picked.append(_decoded_index(sharding, key, data))
+        picked.append(needed(picked[0]))
+        return picked[1][1]
+
+    first, generation, fetched = arr.store.get_then_ranges(key, sharding.index_byte_range(), then)
+    if first is None:
+        return [(None, p, key) for _, p in members]
+    if generation is not None:
+        arr.shard_indexes.put(key, picked[0], generation)
+    return found(picked[1], fetched)
 
 
 def _inner_bytes(key: str, rng: ByteRange, data: Buffer | None) -> Buffer:

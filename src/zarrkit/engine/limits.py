@@ -97,6 +97,12 @@ class LimitedStore:
         with slot(self._limit):
             return self._store.get_ranges_if(key, ranges, generation, transient)
 
+    def get_then_ranges(self, key: str, byte_range: ByteRange | None,
+                        then: Callable[[Buffer], Sequence[ByteRange]]
+                        ) -> tuple[Buffer | None, Hashable | None, list[Buffer | None]]:
+        with slot(self._limit):
+            return self._store.get_then_ranges(key, byte_range, then)
+
     def set(self, key: str, value: Buffer) -> None:
         with slot(self._limit):
             self._store.set(key, value)

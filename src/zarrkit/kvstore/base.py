@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -198,6 +198,19 @@ class KvStore(ABC):
                                      f"to check {key!r} against")
         requests = [(key, rng) for rng in ranges]
         return self.get_many_transient(requests) if transient else self.get_many(requests)
+
+    def get_then_ranges(self, key: str, byte_range: ByteRange | None,
+                        then: Callable[[Buffer], Sequence[ByteRange]]
+                        ) -> tuple[Buffer | None, Hashable | None, list[Buffer | None]]:
+        """`get_with_generation(key, byte_range)`, then the ranges that `then` picks from those
+        bytes (a shard's index: its inner chunks), read from the same value: (first bytes,
+        generation, ranges); (None, None, []) for a missing key. Stores that read both through
+        one open file do it in one go; here, `get_ranges_if` checks the generation
+        (`GenerationMismatch` if the value was replaced in between)."""
+        first, generation = self.get_with_generation(key, byte_range)
+        if first is None:
+            return None, None, []
+        return first, generation, self.get_ranges_if(key, then(first), generation)
 
     def exists(self, key: str) -> bool:
         return self.get(key, ByteRange(0, 0)) is not None

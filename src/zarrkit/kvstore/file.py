@@ -391,22 +391,51 @@ class FileStore(KvStore):
             raise GenerationMismatch(f"{key!r} in file store {self.root!r} holds a new value")
         if opened is None:
             return
-        fd, size = opened[0], opened[1].st_size
         try:
-            spans = sorted((*resolve_range(rng, size), index) for index, rng in items)
-            groups = [(g, g[0][0], max(span[1] for span in g)) for g in coalesce(spans, COALESCE_GAP)]
-            total = sum(stop - start for _, start, stop in groups)
-            if transient and total <= SCRATCH_LIMIT:
-                buffer = scratch(total, "read")  # reused: no page faults on fresh memory
-            else:
-                buffer = memoryview(empty((total,), np.uint8))  # not zeroed, unlike bytearray
-            for group, start, stop in groups:
-                view, buffer = buffer[:stop - start], buffer[stop - start:]
-                view = view[:pread_into(fd, view, start)]
-                for lo, hi, index in group:
-                    results[index] = view[lo - start:hi - start]
+            self._read_ranges_at(opened[0], opened[1].st_size, items, results, transient)
         finally:
-            os.close(fd)
+            os.close(opened[0])
+
+    def get_then_ranges(self, key: str, byte_range: ByteRange | None,
+                        then: Callable[[Buffer], Sequence[ByteRange]]
+                        ) -> tuple[Buffer | None, Hashable | None, list[Buffer | None]]:
+        """Both reads through one open descriptor: the same file, with no generation to check
+        (a cold shard read opens its file once, not twice)."""
+        try:
+            opened = self._open_value(key)
+            if opened is None:
+                return None, None, []
+            fd, st = opened
+            try:
+                generation = _generation(fd, st)
+                start, stop = resolve_range(byte_range, st.st_size)
+                first = pread_exact(fd, stop - start, start)
+                ranges = then(first)
+                results: list[Buffer | None] = [None] * len(ranges)
+                self._read_ranges_at(fd, st.st_size, list(enumerate(ranges)), results, False)
+                return first, generation, results
+            finally:
+                os.close(fd)
+        except StoreError:
+            raise
+        except OSError as exc:
+            raise _wrap(exc, "read", key, self.root) from exc
+
+    def _read_ranges_at(self, fd: int, size: int, items: list[tuple[int, ByteRange | None]],
+                        results: list[Buffer | None], transient: bool) -> None:
+        """Nearby ranges of the open file `fd` (`size` bytes) fetched with one read each."""
+        spans = sorted((*resolve_range(rng, size), index) for index, rng in items)
+        groups = [(g, g[0][0], max(span[1] for span in g)) for g in coalesce(spans, COALESCE_GAP)]
+        total = sum(stop - start for _, start, stop in groups)
+        if transient and total <= SCRATCH_LIMIT:
+            buffer = scratch(total, "read")  # reused: no page faults on fresh memory
+        else:
+            buffer = memoryview(empty((total,), np.uint8))  # not zeroed, unlike bytearray
+        for group, start, stop in groups:
+            view, buffer = buffer[:stop - start], buffer[stop - start:]
+            view = view[:pread_into(fd, view, start)]
+            for lo, hi, index in group:
+                results[index] = view[lo - start:hi - start]
 
     def exists(self, key: str) -> bool:
         return self.size(key) is not None
