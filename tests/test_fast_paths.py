@@ -625,3 +625,22 @@ def test_large_chunks_decode_from_the_transient_read_buffer(tmp_path, name, monk
         path.write_bytes(bytes(raw))
         with pytest.raises(CorruptDataError, match="chunk 'c/0/0'"):
             a[...]
+
+
+@pytest.mark.parametrize("codec, inline", [(BLOSC_LZ4, True), ({"name": "zstd"}, False)])
+def test_a_small_region_across_shards_is_read_in_the_calling_thread(tmp_path, monkeypatch, codec,
+                                                                    inline):
+    # Four shards of one inner chunk each: fast codecs decode them in less time than handing
+    # them to the pool costs; slow ones (four 32 KiB zstd chunks) are worth spreading.
+    data = (np.arange(512 * 512, dtype="uint32") * 2654435761 % 9973).astype("uint16").reshape(512, 512)
+    zarrkit.create(str(tmp_path / "a"), shape=data.shape, dtype="uint16", chunks=(128, 128),
+                   shards=(256, 256), codecs=[{"name": "bytes"}, codec])[...] = data
+    handed, real = [], chunk_io.run_all
+
+    def spy(fn, items, width=0):
+        handed.append(len(items))
+        return real(fn, items, width)
+    monkeypatch.setattr(chunk_io, "run_all", spy)
+    reader = zarrkit.open_array(str(tmp_path / "a"))
+    np.testing.assert_array_equal(reader[200:300, 200:300], data[200:300, 200:300])
+    assert (4 in handed) != inline  # the four shards, handed to the pool or not

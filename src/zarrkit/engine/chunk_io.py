@@ -341,10 +341,11 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
             return _fetch_inner_chunks(arr, sharding, group[0], members)
         return _fetch_cached(arr, sharding, group[0], members, tokens)
 
+    small = _small(arr, plan) if groups else True
     if len(groups) >= concurrency():  # enough shards to keep every thread busy
-        _run(arr, bounded(arr.copy_limit, lambda g: [place(item) for item in fetch(g)]), groups)
+        _run(arr, bounded(arr.copy_limit, lambda g: [place(item) for item in fetch(g)]), groups,
+             small)  # (a small read, such as a region across shards, costs less inline)
     elif groups:  # few shards: fetch them, then decode their inner chunks in parallel
-        small = _small(arr, plan)
         fetch, place = bounded(arr.copy_limit, fetch), bounded(arr.copy_limit, place)
         items = [item for fetched in _run(arr, fetch, groups, small) for item in fetched]
         _run(arr, place, items, small)
