@@ -16,7 +16,7 @@ import pytest
 from _forked import in_child
 
 import zarrkit
-from zarrkit.errors import InvalidKeyError, StoreError
+from zarrkit.errors import CorruptDataError, InvalidKeyError, StoreError
 from zarrkit.kvstore import FileStore, _file_batch, _openat2
 
 
@@ -314,6 +314,33 @@ def test_small_chunk_writes_and_reads_match_numpy(tmp_path, both_ways, dtype, en
     a[..., 9:12] = np.asfortranarray(expected[..., 9:12])
     np.testing.assert_array_equal(a[...], expected)
     np.testing.assert_array_equal(zarrkit.open(tmp_path / "a", mode="r")[3:31, ::3], expected[3:31, ::3])
+
+
+def test_raw_chunks_side_by_side_are_placed_a_run_at_a_time(tmp_path, monkeypatch):
+    from zarrkit.engine import chunk_io
+
+    placed: list[tuple[int, bool]] = []
+    real = chunk_io._place_run
+
+    def spy(out, run, values, shape, dtype):
+        placed.append((len(run), real(out, run, values, shape, dtype)))
+        return placed[-1][1]
+    monkeypatch.setattr(chunk_io, "_place_run", spy)
+    a = zarrkit.create(tmp_path / "a", shape=(40, 130), dtype="int32", chunks=(8, 8), fill_value=-1,
+                       codecs=["bytes"])
+    expected = np.arange(40 * 130, dtype="int32").reshape(40, 130)
+    expected[8:16, 40:48] = -1  # a missing chunk in the middle of a row
+    a[...] = expected
+    assert not a.store.exists("c/1/5")
+    np.testing.assert_array_equal(a[...], expected)
+    assert (16, True) in placed  # the 16 whole chunks of a row (the 17th is cut by the edge)
+    assert any(not ok for _, ok in placed)  # the row with a missing chunk: chunk by chunk
+    placed.clear()
+    np.testing.assert_array_equal(a[3:37, 5:121], expected[3:37, 5:121])
+    assert (14, True) in placed  # the whole chunks inside the selection; cut ones one by one
+    (tmp_path / "a" / "c" / "2" / "3").write_bytes(b"\0" * 100)  # a corrupt chunk in a run
+    with pytest.raises(CorruptDataError, match="c/2/3"):
+        a[...]
 
 
 def test_small_chunks_written_with_batches_read_the_same_without(tmp_path, monkeypatch):

@@ -237,7 +237,7 @@ def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
         and out.shape[1:] == chain.spec.shape[1:]
     projections, small = list(plan), _small(arr, plan)
     if small and cache is None and len(projections) > 1 and store.batches_without_gil:
-        _read_batches(arr, projections, place)
+        _read_batches(arr, projections, place, out if chain.stores_raw else None)
     else:
         _run(arr, bounded(arr.copy_limit, task), projections, small)
 
@@ -248,20 +248,54 @@ READ_BATCH_BYTES = 1 << 19
 
 
 def _read_batches(arr: ChunkedArray, projections: list[ChunkProjection],
-                  place: Callable[[ChunkProjection, str, Buffer | None], None]) -> None:
+                  place: Callable[[ChunkProjection, str, Buffer | None], None],
+                  raw_out: np.ndarray | None) -> None:
     """Small chunks a batch at a time (`get_many_transient`, which this store does without the
     GIL), the batches spread over the threads: one thread's system calls overlap the other's
-    decoding, and the GIL changes hands once a batch, not at every call."""
+    decoding, and the GIL changes hands once a batch, not at every call. Given `raw_out` (the
+    output, for a chain that stores chunks raw), whole chunks side by side are placed there
+    with one copy per run (`_place_run`) rather than one each."""
     per = max(1, READ_BATCH_BYTES // (math.prod(arr.read_chunk_shape) * arr.dtype.itemsize))
     batches = [projections[i:i + per] for i in range(0, len(projections), per)]
 
     def read(batch: list[ChunkProjection]) -> None:
         keys = [arr.key(p.coords) for p in batch]
-        for p, key, data in zip(batch, keys, arr.store.get_many_transient(
-                [(key, None) for key in keys]), strict=True):
-            place(p, key, data)
+        values = arr.store.get_many_transient([(key, None) for key in keys])
+        runs = [batch] if raw_out is None else _side_by_side(batch, arr.chunk_shape)
+        start = 0
+        for run in runs:
+            stop = start + len(run)
+            if raw_out is None or len(run) == 1 or \
+                    not _place_run(raw_out, run, values[start:stop], arr.chunk_shape, arr.dtype):
+                for p, key, data in zip(run, keys[start:stop], values[start:stop], strict=True):
+                    place(p, key, data)
+            start = stop
 
     _run(arr, bounded(arr.copy_limit, read), batches, inline=len(batches) == 1)
+
+
+def _place_run(out: np.ndarray, run: list[ChunkProjection], values: list[Buffer | None],
+               shape: tuple[int, ...], dtype: np.dtype) -> bool:
+    """Place the chunks of `run` (whole, side by side: `_side_by_side`), stored raw, with one
+    copy, when their bytes lie back to back in one buffer, as a batch read packs them; False,
+    with nothing done, when they do not (a missing chunk, a value of another size, one read
+    apart)."""
+    size = math.prod(shape) * dtype.itemsize
+    first = values[0]
+    if not all(type(v) is memoryview and v.obj is first.obj and v.nbytes == size  # type: ignore[union-attr]
+               for v in values):
+        return False
+    base = np.frombuffer(first.obj, np.uint8)  # type: ignore[union-attr]
+    start = np.frombuffer(first, np.uint8).ctypes.data - base.ctypes.data
+    stop = np.frombuffer(values[-1], np.uint8).ctypes.data - base.ctypes.data + size
+    if stop - start != len(values) * size:  # (each is `size` long: so they are back to back)
+        return False
+    chunks = base[start:stop].view(dtype).reshape(len(values), *shape)
+    head, tail = run[0].out_selection, run[-1].out_selection
+    region = out[(*head[:-1], slice(head[-1].start, tail[-1].stop))]
+    # Splitting the region's last axis (contiguous in `out`) is always a view: writes land in out.
+    np.moveaxis(region.reshape(*shape[:-1], len(values), shape[-1]), -2, 0)[...] = chunks
+    return True
 
 
 def _direct_dest(out: np.ndarray, p: ChunkProjection, shape: tuple[int, ...]
