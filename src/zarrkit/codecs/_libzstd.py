@@ -13,7 +13,6 @@ python-zstandard.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import threading
 from typing import Any
@@ -33,9 +32,17 @@ class _OutBuffer(ctypes.Structure):
 def _load() -> Any:
     if os.environ.get("ZARRKIT_SYSTEM_ZSTD", "1") == "0":
         return None
-    name = ctypes.util.find_library("zstd") or "libzstd.so.1"
+    # By the names of libzstd 1.x, not ctypes.util.find_library: that runs ldconfig (~4 ms)
+    # at every import.
+    for name in ("libzstd.so.1", "libzstd.1.dylib", "libzstd.dylib"):
+        try:
+            lib = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        return None
     try:
-        lib = ctypes.CDLL(name)
         if lib.ZSTD_versionNumber() < _MIN_VERSION:
             return None
         vp, size = ctypes.c_void_p, ctypes.c_size_t

@@ -73,7 +73,10 @@ class ZstdCodec(BytesBytesCodec):
             # faster than numcodecs'), into memory of its own.
             src = address(data) if _libzstd.available else None
             if src is not None:
-                return _decode_with_libzstd(src, nbytes(data), size, dest)
+                out = memoryview(np.empty(size, np.uint8)) if dest is None else dest
+                target = address(out)
+                if isinstance(target, int):  # writable (a read-only view has no address)
+                    return _decode_with_libzstd(src, nbytes(data), out, target)
             try:
                 return _decompressor().decompress(data, max_output_size=size)
             except Exception as e:  # zstandard.ZstdError
@@ -95,12 +98,15 @@ class ZstdCodec(BytesBytesCodec):
         `size`, or a content checksum to verify."""
         view = byte_view(data)
         src = address(data) if _libzstd.available else None
+        target = address(dest) if src is not None else None
+        if not isinstance(target, int):  # both addressable (read-only views are not)
+            src = None
         share = 1.0 if src is not None else PREFIX_MAX_SHARE
         if not 0 < nbytes < size or nbytes > size * share or size <= _BLOCK_MAX \
                 or frame_content_size(view) != size or view[4] & 4:
             return False
         if src is not None:
-            got = _libzstd.decompress_prefix(src, len(view), address(dest), nbytes)
+            got = _libzstd.decompress_prefix(src, len(view), target, nbytes)
             if got < 0:
                 return False  # decoded whole instead, which names the error
         else:
@@ -110,15 +116,16 @@ class ZstdCodec(BytesBytesCodec):
         return True
 
 
-def _decode_with_libzstd(src: int | bytes, src_size: int, size: int,
-                         dest: memoryview | None) -> Buffer:
-    out = memoryview(np.empty(size, np.uint8)) if dest is None else dest
+def _decode_with_libzstd(src: int | bytes, src_size: int, out: memoryview, target: int
+                         ) -> Buffer:
+    """Decode into `out` (at address `target`), which must fill exactly."""
     try:
-        got = _libzstd.decompress(src, src_size, address(out), size)
+        got = _libzstd.decompress(src, src_size, target, nbytes(out))
     except ValueError as e:
         raise CorruptDataError(f"zstd codec: invalid compressed data ({e})") from None
-    if got != size:
-        raise CorruptDataError(f"zstd codec: frame holds {got} decoded bytes, expected {size}")
+    if got != nbytes(out):
+        raise CorruptDataError(f"zstd codec: frame holds {got} decoded bytes, expected "
+                               f"{nbytes(out)}")
     return out
 
 
