@@ -47,7 +47,7 @@ import time
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -175,6 +175,9 @@ def _inode_generation(fd: int) -> int | None:
         return None
 
 
+_T = TypeVar("_T")
+
+
 def _rebuild(root: str, read_only: bool, fsync: bool) -> FileStore:
     return FileStore(root, read_only, fsync=fsync)
 
@@ -299,20 +302,27 @@ class FileStore(KvStore):
 
     def _read_value(self, key: str, byte_range: ByteRange | None, transient: bool,
                     with_generation: bool) -> tuple[Buffer | None, Hashable | None]:
+        def read(fd: int, st: os.stat_result) -> tuple[Buffer | None, Hashable | None]:
+            generation = _generation(fd, st) if with_generation else None
+            start, stop = resolve_range(byte_range, st.st_size)
+            if transient and _TRANSIENT_MIN <= stop - start <= SCRATCH_LIMIT:
+                buffer = scratch(stop - start, "read")
+                return buffer[:pread_into(fd, buffer, start)], generation
+            return pread_exact(fd, stop - start, start), generation
+
+        return self._reading(key, (None, None), read)
+
+    def _reading(self, key: str, missing: _T, read: Callable[[int, os.stat_result], _T]) -> _T:
+        """`read(fd, stat)` of the open file holding `key` (closed after), or `missing` when
+        there is no such value; OS errors name the key."""
         try:
             opened = self._open_value(key)
             if opened is None:
-                return None, None
-            fd, st = opened
+                return missing
             try:
-                generation = _generation(fd, st) if with_generation else None
-                start, stop = resolve_range(byte_range, st.st_size)
-                if transient and _TRANSIENT_MIN <= stop - start <= SCRATCH_LIMIT:
-                    buffer = scratch(stop - start, "read")
-                    return buffer[:pread_into(fd, buffer, start)], generation
-                return pread_exact(fd, stop - start, start), generation
+                return read(*opened)
             finally:
-                os.close(fd)
+                os.close(opened[0])
         except StoreError:
             raise
         except OSError as exc:
@@ -401,25 +411,17 @@ class FileStore(KvStore):
                         ) -> tuple[Buffer | None, Hashable | None, list[Buffer | None]]:
         """Both reads through one open descriptor: the same file, with no generation to check
         (a cold shard read opens its file once, not twice)."""
-        try:
-            opened = self._open_value(key)
-            if opened is None:
-                return None, None, []
-            fd, st = opened
-            try:
-                generation = _generation(fd, st)
-                start, stop = resolve_range(byte_range, st.st_size)
-                first = pread_exact(fd, stop - start, start)
-                ranges = then(first)
-                results: list[Buffer | None] = [None] * len(ranges)
-                self._read_ranges_at(fd, st.st_size, list(enumerate(ranges)), results, False)
-                return first, generation, results
-            finally:
-                os.close(fd)
-        except StoreError:
-            raise
-        except OSError as exc:
-            raise _wrap(exc, "read", key, self.root) from exc
+        def read(fd: int, st: os.stat_result
+                 ) -> tuple[Buffer | None, Hashable | None, list[Buffer | None]]:
+            generation = _generation(fd, st)
+            start, stop = resolve_range(byte_range, st.st_size)
+            first = pread_exact(fd, stop - start, start)
+            ranges = then(first)
+            results: list[Buffer | None] = [None] * len(ranges)
+            self._read_ranges_at(fd, st.st_size, list(enumerate(ranges)), results, False)
+            return first, generation, results
+
+        return self._reading(key, (None, None, []), read)
 
     def _read_ranges_at(self, fd: int, size: int, items: list[tuple[int, ByteRange | None]],
                         results: list[Buffer | None], transient: bool) -> None:
