@@ -190,12 +190,13 @@ def test_zstd_decodes_in_many_threads_at_once(zstd_decoder):
 
 
 def test_system_libzstd_can_be_turned_off():
+    import os
     import subprocess
     import sys
 
     code = "from zarrkit.codecs import _libzstd; print(_libzstd.available)"
     off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**__import__("os").environ, "ZARRKIT_SYSTEM_ZSTD": "0"})
+                         env={**os.environ, "ZARRKIT_SYSTEM_ZSTD": "0"})
     assert off.stdout.strip() == "False"
 
 
