@@ -158,8 +158,10 @@ def test_a_shard_replaced_during_every_attempt_is_an_error(store, sel):
     if _reads_through_one_open(store, sel):  # never a mix of two values to retry
         np.testing.assert_array_equal(reader[sel], OLD[sel])
         return
+    store.index_reads = 0
     with pytest.raises(StoreError, match=r"shard 'c/0/0' was replaced during each of 4 attempts"):
         reader[sel]
+    assert store.index_reads == 4  # as many as the message says
 
 
 def test_own_writes_drop_the_cached_index(store):

@@ -6,7 +6,6 @@ hands it a `ChunkedArray` describing the array.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import os
@@ -416,8 +415,10 @@ def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple
         return found(picked, arr.store.get_ranges_if(key, picked[1], generation))
 
     if arr.shard_indexes.get(key) is None:
-        with contextlib.suppress(GenerationMismatch):  # replaced in between: read anew below
+        try:
             return _fetch_with_index(arr, sharding, key, needed, found, members)
+        except GenerationMismatch:  # replaced in between: the first of the attempts
+            return _with_index(arr, sharding, shard, fetch, tried=1)
     return _with_index(arr, sharding, shard, fetch)
 
 
@@ -514,12 +515,13 @@ def _decoded_index(sharding: ShardingCodec, key: str, data: Buffer,
 
 def _with_index(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
                 read: Callable[[np.ndarray | None, Any], Any],
-                known: tuple[np.ndarray | None, Any] | None = None) -> Any:
+                known: tuple[np.ndarray | None, Any] | None = None, tried: int = 0) -> Any:
     """`read(index, generation)`: reads of inner chunks checked against the generation the
     index came from (`known`, or the cache's, or the store's), so that a shard replaced since
-    cannot be read at the old index's offsets. Retried with a fresh index when it was."""
+    cannot be read at the old index's offsets. Retried with a fresh index when it was (after
+    `tried` attempts the caller made itself)."""
     key = arr.key(shard)
-    for attempt in range(_SHARD_ATTEMPTS):
+    for attempt in range(tried, _SHARD_ATTEMPTS):
         if attempt == 0 and known is not None:
             index, generation = known
         else:
