@@ -474,6 +474,8 @@ def _read_boxes(arr: ChunkedArray, sharding: ShardingCodec, groups: list[Any], o
             boxes.append((shard, box, rows))
         else:
             rest.append((shard, sub))
+    if not boxes:
+        return rest
     limit = arr.copy_limit
     indexes = _run(arr, bounded(limit, lambda b: _shard_index(arr, sharding, b[0])), boxes, inline)
     slabs = [(shard, found, slab)
