@@ -16,7 +16,7 @@ import pytest
 from _forked import in_child
 
 import zarrkit
-from zarrkit.errors import CorruptDataError, InvalidKeyError, StoreError
+from zarrkit.errors import CorruptDataError, InvalidKeyError, InvalidValueError, StoreError
 from zarrkit.kvstore import FileStore, _file_batch, _openat2
 
 
@@ -156,6 +156,26 @@ def test_transient_values_are_copied_before_the_next_is_drawn(store, both_ways):
             yield buffer
     store.replace_many(keys, reusing())
     assert [store.get(k) for k in keys] == [bytes([i]) * 8 for i in range(50)]
+
+
+@pytest.mark.parametrize("bad", ["value", "generator"])
+def test_values_before_a_bad_one_are_stored(store, tmp_path, both_ways, bad):
+    """As value by value: what was drawn before a bad value (or an error of the caller's
+    iterator) is stored, nothing after it, and no temp file is left."""
+    store.set("d/3", b"old")
+
+    def values():
+        yield b"0"
+        yield bytearray(b"1")
+        if bad == "generator":
+            raise RuntimeError("the caller's values failed")
+        yield object()
+        yield b"3"
+    with pytest.raises(RuntimeError if bad == "generator" else InvalidValueError):
+        store.replace_many(["d/0", "d/1", "d/2", "d/3"], values())
+    assert store.get("d/0") == b"0" and store.get("d/1") == b"1"
+    assert store.get("d/2") is None and store.get("d/3") == b"old"
+    assert _temps(tmp_path) == []
 
 
 def test_batch_writes_make_missing_directories(store, tmp_path):

@@ -555,10 +555,12 @@ class FileStore(KvStore):
         try:
             for run in _lock_runs(keys, self._lock_home) if self.lock_whole_writes else [keys]:
                 with _KeyLock(self, run) if self.lock_whole_writes else nullcontext():
-                    for key in run:
-                        self._replace_held(key, next(values, held), held, batch, stable)
-                    if batch is not None:
-                        batch.flush()  # while the run's locks are held
+                    try:
+                        for key in run:
+                            self._replace_held(key, next(values, held), held, batch, stable)
+                    finally:  # while the run's locks are held; after a bad value too, so that
+                        if batch is not None:  # the values before it are stored, as unbatched
+                            batch.flush()
             if next(values, held) is not held:
                 raise ValueError("replace_many: more values than keys")
         finally:
