@@ -414,12 +414,13 @@ def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple
         picked = needed(index)
         return found(picked, arr.store.get_ranges_if(key, picked[1], generation))
 
-    if arr.shard_indexes.get(key) is None:
+    cached = arr.shard_indexes.get(key)
+    if cached is None:
         try:
             return _fetch_with_index(arr, sharding, key, needed, found, members)
         except GenerationMismatch:  # replaced in between: the first of the attempts
             return _with_index(arr, sharding, shard, fetch, tried=1)
-    return _with_index(arr, sharding, shard, fetch)
+    return _with_index(arr, sharding, shard, fetch, cached)
 
 
 def _fetch_with_index(arr: ChunkedArray, sharding: ShardingCodec, key: str,

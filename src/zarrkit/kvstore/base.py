@@ -267,8 +267,8 @@ class KvStore(ABC):
         handing out transient buffers: each value is stored, or copied to be stored, before the
         next is drawn (the items of a list or tuple must stay unchanged until this returns).
         Every key is checked before anything is stored; all are stored when this returns, and
-        when a value (or `values` itself) fails, those before it are. Stores override this to share work between keys (the file store's directories, locks
-        and batches)."""
+        when a value (or `values` itself) fails, those before it are. Stores override this to
+        share work between keys (the file store's directories, locks and batches)."""
         for key in keys:
             self._check_writable(key)
             validate_key(key)
