@@ -1,15 +1,16 @@
-"""The optional C extension; everything else is in pyproject.toml.
+"""The optional C extensions; everything else is in pyproject.toml.
 
 `zarrkit.kvstore._fileio` batches the file store's small reads and writes without the GIL
-(Linux only). It is optional: where it cannot be compiled, the file store does the same work
-in Python, only slower with many small chunks.
+(Linux only); `zarrkit.codecs._many` decodes runs of blosc or zstd chunks (a shard's inner
+chunks) without the GIL. Both are optional: where they cannot be compiled, the same work is
+done in Python, only slower with many small chunks.
 """
 
 import sys
 
 from setuptools import Extension, setup
 
-extensions = []
+extensions = [Extension("zarrkit.codecs._many", ["src/zarrkit/codecs/_many.c"], optional=True)]
 if sys.platform.startswith("linux"):
     extensions.append(Extension("zarrkit.kvstore._fileio", ["src/zarrkit/kvstore/_fileio.c"],
                                 optional=True))  # no compiler: a warning, and no extension

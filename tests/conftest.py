@@ -102,6 +102,20 @@ def zstd_decoder(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(params=["one call", "chunk by chunk"])
+def many_decoder(request, monkeypatch):
+    """Runs of blosc and zstd chunks decoded by one call of the C extension, and one by one
+    (the path without it). Chains built after the fixture use the choice."""
+    from zarrkit.codecs import _decode_many
+
+    if request.param == "one call" and _decode_many.blosc is None:
+        pytest.skip("the _many extension is not compiled here")
+    if request.param == "chunk by chunk":
+        monkeypatch.setattr(_decode_many, "blosc", None)
+        monkeypatch.setattr(_decode_many, "zstd", None)
+    return request.param
+
+
 @pytest.fixture
 def open_dir():
     """A directory an unprivileged user can reach (pytest's tmp_path is private to root)."""

@@ -169,3 +169,41 @@ def test_shards_cut_by_the_array_edge_or_written_in_part_take_the_listed_path(tm
     expected[3:40, 10:60] = 9
     np.testing.assert_array_equal(a[...], expected)
     np.testing.assert_array_equal(zarrkit.open(tmp_path / "a", mode="r")[...], expected)
+
+
+def test_across_rows_is_a_permutation_down_the_columns():
+    from zarrkit.engine.chunk_io import across_rows
+
+    grid = [(i, j) for i in range(5) for j in range(3)]
+    order = across_rows(grid, lambda c: c)
+    assert sorted(order) == grid
+    assert order[:6] == [(0, 0), (1, 0), (2, 0), (3, 0), (4, 0), (0, 1)]
+    assert all(a[0] != b[0] for a, b in zip(order, order[1:]))  # never the same row twice
+    assert across_rows(grid[:3], lambda c: c) == grid[:3]  # one row: nothing to spread
+    assert across_rows([(0,), (1,)], lambda c: c) == [(0,), (1,)]  # 1-d: one directory anyway
+    odd = [(0, 0), (0, 1), (1, 0), (2, 3)]  # not a box: still every item once
+    assert sorted(across_rows(odd, lambda c: c)) == odd
+
+
+@pytest.mark.parametrize("shards", [None, (16, 16)])
+def test_whole_writes_store_consecutive_chunks_in_different_directories(tmp_path, monkeypatch,
+                                                                        shards):
+    """Two threads creating files in one directory wait on its lock: the write hands out the
+    chunks (or shards) down the columns, so that the next one lies in another directory."""
+    from zarrkit.engine import chunk_io
+
+    monkeypatch.setattr(chunk_io, "INLINE_CHUNK_BYTES", 0)  # not the small-chunk batches
+    monkeypatch.setattr(chunk_io, "INLINE_READ_BYTES", 0)
+    monkeypatch.setattr(chunk_io, "INLINE_SLOW_READ_BYTES", 0)
+    monkeypatch.setattr(chunk_io, "run_all", lambda fn, items, width=0: [fn(i) for i in items])
+    a = zarrkit.create(str(tmp_path / "a"), shape=(64, 48), dtype="uint16", chunks=(16, 16),
+                       shards=shards, codecs=[{"name": "bytes"}, {"name": "zstd"}])
+    stored = []
+    real = type(a.store).replace
+    monkeypatch.setattr(type(a.store), "replace",
+                        lambda self, key, value: (stored.append(key), real(self, key, value)))
+    data = np.arange(64 * 48, dtype="uint16").reshape(64, 48)
+    a[...] = data
+    expected = [f"c/{i}/{j}" for j in range(3) for i in range(4)]
+    assert stored == expected
+    np.testing.assert_array_equal(a[...], data)

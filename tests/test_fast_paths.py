@@ -82,7 +82,7 @@ SELECTIONS = [
 
 @pytest.mark.parametrize("name", CHAINS)
 @pytest.mark.parametrize("dtype", ["uint16", "float64", "uint8"])
-def test_sharded_reads_match_numpy(tmp_path, name, dtype, boxes):
+def test_sharded_reads_match_numpy(tmp_path, name, dtype, boxes, many_decoder):
     chain, direct = CHAINS[name]
     direct = direct or (name == "big-endian" and dtype == "uint8")  # no byte order to swap
     a, expected = _sharded(tmp_path / "a", chain, dtype, fill=3)
@@ -119,7 +119,7 @@ def test_box_path_three_dimensions(tmp_path, boxes):
     assert boxes and set(boxes) == {"ok"}
 
 
-def test_corrupt_inner_chunk_in_a_box_raises(tmp_path, boxes):
+def test_corrupt_inner_chunk_in_a_box_raises(tmp_path, boxes, many_decoder):
     a, _ = _sharded(tmp_path / "a", CHAINS["blosc"][0])
     path = tmp_path / "a" / "c" / "0" / "0"
     raw = bytearray(path.read_bytes())

@@ -50,3 +50,8 @@ def compress(clevel: int, shuffle: int, typesize: int, src: int | bytes, nbytes:
     """Encode `nbytes` at `src` into `dest`; the compressed size, <= 0 on error."""
     return _compress(clevel, shuffle, typesize, nbytes, src, dest, dest_size,  # type: ignore[misc]
                      cname, blocksize, 1)
+
+
+def decompress_function() -> int:
+    """The address of blosc_decompress_ctx, for C code that decodes with this c-blosc."""
+    return ctypes.cast(_decompress, ctypes.c_void_p).value  # type: ignore[return-value]

@@ -54,6 +54,8 @@ def _load() -> Any:
             ("ZSTD_decompressStream", size,
              [vp, ctypes.POINTER(_OutBuffer), ctypes.POINTER(_InBuffer)]),
             ("ZSTD_isError", ctypes.c_uint, [size]),
+            ("ZSTD_getFrameContentSize", ctypes.c_ulonglong, [vp, size]),
+            ("ZSTD_findFrameCompressedSize", size, [vp, size]),
             ("ZSTD_getErrorName", ctypes.c_char_p, [size]),
         ):
             getattr(lib, fn).restype, getattr(lib, fn).argtypes = restype, argtypes
@@ -86,6 +88,18 @@ def _context() -> int:
     if found is None:
         found = _local.context = _Context()
     return found.ptr
+
+
+def one_shot_functions() -> tuple[int, int, int, int]:
+    """The addresses of ZSTD_decompressDCtx, ZSTD_getFrameContentSize,
+    ZSTD_findFrameCompressedSize and ZSTD_isError, for C code that decodes with this library
+    and the calling thread's context (`thread_context`)."""
+    return tuple(ctypes.cast(getattr(_lib, name), ctypes.c_void_p).value for name in (  # type: ignore[return-value]
+        "ZSTD_decompressDCtx", "ZSTD_getFrameContentSize", "ZSTD_findFrameCompressedSize",
+        "ZSTD_isError"))
+
+
+thread_context = _context
 
 
 def decompress(src: int | bytes, src_size: int, dest: int, size: int) -> int:

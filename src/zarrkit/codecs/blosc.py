@@ -9,7 +9,7 @@ from numcodecs import blosc as _blosc
 
 from ..errors import CodecError, CorruptDataError
 from ..scratch import SCRATCH_LIMIT, scratch
-from . import _cblosc
+from . import _cblosc, _decode_many
 from ._buffers import address, byte_view, nbytes
 from ._config import check_members, get_choice, get_int
 from .base import Buffer, BytesBytesCodec, ChunkSpec
@@ -99,6 +99,11 @@ class BloscCodec(BytesBytesCodec):
         if written <= 0:
             raise CodecError(f"blosc codec: c-blosc failed to compress {size} bytes ({written})")
         return dest[:written]
+
+    @property
+    def many_decoder(self) -> _decode_many.Decoder | None:
+        """Decodes runs of this codec's chunks by one call (`_decode_many`); None without it."""
+        return _decode_many.blosc if _cblosc.available else None
 
     @property
     def fast_decode(self) -> bool:  # type: ignore[override]

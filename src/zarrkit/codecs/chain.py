@@ -42,7 +42,8 @@ class CodecChain:
 
     __slots__ = ("codecs", "array_array", "array_bytes", "bytes_bytes", "spec", "_encoded_size",
                  "_aa_encode", "_ab_encode", "_ab_transient", "_bb_encode", "_bb_transient", "_aa_decode",
-                 "_ab_decode", "_bb_decode", "_bb_into", "_transient_into", "_direct", "_prefix")
+                 "_ab_decode", "_bb_decode", "_bb_into", "_transient_into", "_direct", "_prefix",
+                 "_many", "_many_size")
 
     codecs: tuple[Codec, ...]
     array_array: tuple[ArrayArrayCodec, ...]
@@ -100,6 +101,9 @@ class CodecChain:
         # straight to their destination.
         passthrough = getattr(self.array_bytes, "passthrough", None)
         self._direct = not self.array_array and passthrough is not None and passthrough(ab_spec)
+        self._many = getattr(self.bytes_bytes[0], "many_decoder", None) \
+            if self._direct and len(self.bytes_bytes) == 1 and size else None
+        self._many_size = size
         prefix = getattr(self.bytes_bytes[0], "decode_prefix", None) if self.bytes_bytes else None
         self._prefix = partial(prefix, spec=ab_spec, size=size) if \
             self._direct and len(self.bytes_bytes) == 1 and prefix and small else None
@@ -181,6 +185,17 @@ class CodecChain:
     def decodes_into(self) -> bool:
         """Whether `decode_into` can write this chain's chunks straight to a buffer."""
         return self._direct
+
+    def decode_many_into(self, sources: Sequence[Buffer], dest: memoryview,
+                         slots: Sequence[int]) -> int:
+        """Decode `sources` into `dest` by one call that does not hold the GIL, as far as that
+        call goes: source k to bytes slots[k] * spec.nbytes on, as `decode_into` would. Returns
+        how many, in order; the caller decodes the next with `decode_into` (which names its
+        error, or decodes what the call would not) and goes on after it. 0 when the chain has
+        no such call."""
+        if self._many is None or not sources:
+            return 0
+        return self._many(sources, dest, self._many_size, slots)
 
     def decode_into(self, data: Buffer, dest: memoryview) -> None:
         """Decode one stored chunk into `dest`: exactly spec.nbytes writable bytes, which receive

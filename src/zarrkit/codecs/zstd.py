@@ -13,7 +13,7 @@ import numpy as np
 import zstandard
 
 from ..errors import CorruptDataError
-from . import _libzstd
+from . import _decode_many, _libzstd
 from ._buffers import address, byte_view, nbytes
 from ._config import check_members, get_bool, get_int
 from .base import Buffer, BytesBytesCodec, ChunkSpec
@@ -51,6 +51,11 @@ class ZstdCodec(BytesBytesCodec):
             return self._zstd.decode(data)
         except Exception as e:  # numcodecs raises RuntimeError/ValueError/MemoryError
             raise CorruptDataError(f"zstd codec: invalid compressed data ({e})") from None
+
+    @property
+    def many_decoder(self) -> _decode_many.Decoder | None:
+        """Decodes runs of this codec's chunks by one call (`_decode_many`); None without it."""
+        return _decode_many.zstd if _libzstd.available else None
 
     def decode_sized(self, data: Buffer, spec: ChunkSpec, size: int) -> Buffer:
         """Decode output that must be exactly `size` bytes, checked before any allocation (bombs)."""

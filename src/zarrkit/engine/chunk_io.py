@@ -597,13 +597,18 @@ def _decode_box(arr: ChunkedArray, inner: CodecChain, key: str, generation: Any,
     # A failed generation check raises before any chunk is decoded (a retry rewrites every
     # position). The results are consumed before this thread's next read.
     fetched = arr.store.get_ranges_if(key, ranges, generation, transient=True)
-    for k, rng, data in zip(positions, ranges, fetched, strict=True):
-        data = _inner_bytes(key, rng, data)
-        try:
-            inner.decode_into(data, raw[k * nbytes:(k + 1) * nbytes])
-        except CorruptDataError as e:
-            raise type(e)(f"shard {key!r}, inner chunk at bytes {rng.offset}+{rng.length}: "
-                          f"{e}") from None
+    sources = [_inner_bytes(key, rng, data) for rng, data in zip(ranges, fetched, strict=True)]
+    done = 0
+    while done < len(sources):  # runs by one call each; a chunk it stops at, on its own
+        done += inner.decode_many_into(sources[done:], raw, positions[done:])
+        if done < len(sources):
+            k, rng = positions[done], ranges[done]
+            try:
+                inner.decode_into(sources[done], raw[k * nbytes:(k + 1) * nbytes])
+            except CorruptDataError as e:
+                raise type(e)(f"shard {key!r}, inner chunk at bytes {rng.offset}+{rng.length}: "
+                              f"{e}") from None
+            done += 1
     return block
 
 
@@ -659,9 +664,23 @@ def write(arr: ChunkedArray, plan: Plan, value: Any) -> None:
             _write_small(arr, list(plan), value)
         else:
             _run(arr, bounded(arr.copy_limit,
-                              lambda p: _write_chunk(arr, p, value[p.out_selection])), list(plan))
+                              lambda p: _write_chunk(arr, p, value[p.out_selection])),
+                 across_rows(list(plan), lambda p: p.coords))
     finally:
         _forget_written(arr, plan)
+
+
+def across_rows(items: list[Any], coords: Callable[[Any], tuple[int, ...]]) -> list[Any]:
+    """`items` (chunks or shards to write, in C order) reordered down the columns of their
+    grid, so that the threads, each taking the next, write into different directories of a
+    file store, whose keys ("c/i/j") put a row in one: a file is created and renamed under
+    its directory's lock, and two threads writing along one row spent ~6% of an unsharded
+    write's CPU spinning on it (perf: `rwsem_spin_on_owner` under `openat` and `renameat`).
+    Any order is correct; this one is every m-th item, m the items per row."""
+    m = len({coords(item)[-1] for item in items})
+    if m <= 1 or m == len(items):
+        return items
+    return [item for k in range(m) for item in items[k::m]]
 
 
 #: The fewest small chunks each thread of a write takes (`_write_small`).
@@ -927,11 +946,13 @@ def _write_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
             len(members) == _inner_chunks_in_array(arr, sharding, shard)
         (whole if complete else partial).append((shard, members))
     if len(boxes) + len(whole) >= concurrency():  # a shard per task: encoding overlaps I/O
-        tasks = [functools.partial(_write_box_shard, arr, sharding, shard, region)
+        tasks = [(shard, functools.partial(_write_box_shard, arr, sharding, shard, region))
                  for shard, _, region in boxes]
-        tasks += [functools.partial(_write_whole_shard, arr, sharding, shard, members, value)
-                  for shard, members in whole]
-        _run(arr, bounded(arr.copy_limit, lambda task: task()), tasks)
+        tasks += [(shard, functools.partial(_write_whole_shard, arr, sharding, shard, members,
+                                            value)) for shard, members in whole]
+        tasks.sort(key=lambda task: task[0])
+        _run(arr, bounded(arr.copy_limit, lambda task: task[1]()),
+             across_rows(tasks, lambda task: task[0]))
     else:  # few shards: their inner chunks are encoded in parallel
         whole += [(shard, _members(shard, sub, cps)) for shard, sub, _ in boxes]
         _write_whole_shards(arr, sharding, whole, value)
