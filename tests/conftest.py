@@ -104,15 +104,17 @@ def zstd_decoder(request, monkeypatch):
 
 @pytest.fixture(params=["one call", "chunk by chunk"])
 def many_decoder(request, monkeypatch):
-    """Runs of blosc and zstd chunks decoded by one call of the C extension, and one by one
-    (the path without it). Chains built after the fixture use the choice."""
-    from zarrkit.codecs import _decode_many
+    """Runs of blosc and zstd chunks decoded (blosc: and encoded) by one call of the C
+    extension, and one by one (the path without it). Chains built after the fixture use the
+    choice."""
+    from zarrkit.codecs import _runs
 
-    if request.param == "one call" and _decode_many.blosc is None:
+    if request.param == "one call" and _runs.blosc_decoder is None:
         pytest.skip("the _many extension is not compiled here")
     if request.param == "chunk by chunk":
-        monkeypatch.setattr(_decode_many, "blosc", None)
-        monkeypatch.setattr(_decode_many, "zstd", None)
+        monkeypatch.setattr(_runs, "blosc_decoder", None)
+        monkeypatch.setattr(_runs, "zstd_decoder", None)
+        monkeypatch.setattr(_runs, "blosc_encoder", None)
     return request.param
 
 

@@ -31,7 +31,9 @@ def whole_scratch(size: int, slot: str = "buf") -> memoryview:
     """All of this thread's scratch buffer `slot`, grown to at least `size` bytes."""
     buf = getattr(_local, slot, None)
     if buf is None or len(buf) < size:
-        buf = bytearray(size)
+        # Not zeroed (bytearray is): every user writes what it reads, and a buffer grown
+        # chunk by chunk would be cleared again at each step.
+        buf = np.empty(size, np.uint8)
         setattr(_local, slot, buf)
     return memoryview(buf)
 

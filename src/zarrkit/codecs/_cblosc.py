@@ -55,3 +55,8 @@ def compress(clevel: int, shuffle: int, typesize: int, src: int | bytes, nbytes:
 def decompress_function() -> int:
     """The address of blosc_decompress_ctx, for C code that decodes with this c-blosc."""
     return ctypes.cast(_decompress, ctypes.c_void_p).value  # type: ignore[return-value]
+
+
+def compress_function() -> int:
+    """The address of blosc_compress_ctx, for C code that encodes with this c-blosc."""
+    return ctypes.cast(_compress, ctypes.c_void_p).value  # type: ignore[return-value]

@@ -1,4 +1,5 @@
-/* Many chunks of one compressor decoded into one buffer by one call that does not hold the GIL.
+/* Many chunks of one compressor decoded into one buffer, or compressed into one, by one call
+ * that does not hold the GIL.
  *
  * Why: decoding an inner chunk of a shard takes ~20-40 us of c-blosc or libzstd, and each call
  * made from Python hands the GIL over twice when another thread runs Python meanwhile (a futex
@@ -177,14 +178,103 @@ finish:
     return result;
 }
 
+typedef int (*blosc_compress_fn)(int, int, size_t, size_t, const void *, void *, size_t,
+                                 const char *, size_t, int);
+
+/* Whether the chunk's every element has the bytes of `fill` (`itemsize` long): decided by the
+ * first element for ordinary data. */
+static int is_fill(const char *chunk, size_t size, const char *fill, size_t itemsize)
+{
+    for (size_t at = 0; at + itemsize <= size; at += itemsize)
+        if (memcmp(chunk + at, fill, itemsize) != 0)
+            return 0;
+    return 1;
+}
+
+PyDoc_STRVAR(encode_blosc_many_doc,
+"encode_blosc_many(compress, params, source, size, fill, dest, pos, first, sizes) -> (int, int)\n\n"
+"Compress chunks of `size` bytes, one after another in `source`, with c-blosc's\n"
+"blosc_compress_ctx (its address `compress`; `params` = (clevel, shuffle, typesize, cname,\n"
+"blocksize)), without the GIL, from chunk `first` on: each to `dest` (a writable buffer) at\n"
+"byte `pos` on, one after another, its compressed size put in `sizes` (a writable int64\n"
+"buffer, one per chunk); a chunk whose every element has the bytes of `fill` (None: never)\n"
+"is not stored, its size -1. Stops before a chunk that might not fit in what is left of\n"
+"`dest` (size + 16 bytes), or at one c-blosc fails: returns (the chunk to go on from, the\n"
+"byte `pos` it would go to, c-blosc's error code or 0).");
+
+static PyObject *encode_blosc_many(PyObject *self, PyObject *args)
+{
+    PyObject *compress_arg, *fill_arg;
+    int clevel, shuffle;
+    Py_ssize_t typesize, blocksize, size, pos, first;
+    const char *cname;
+    Py_buffer source, dest, sizes;
+    if (!PyArg_ParseTuple(args, "O(iinyn)y*nOw*nnw*", &compress_arg, &clevel, &shuffle,
+                          &typesize, &cname, &blocksize, &source, &size, &fill_arg, &dest, &pos,
+                          &first, &sizes))
+        return NULL;
+    PyObject *result = NULL;
+    Py_buffer fill = {0};
+    int have_fill = fill_arg != Py_None;
+    blosc_compress_fn compress = (blosc_compress_fn)PyLong_AsVoidPtr(compress_arg);
+    Py_ssize_t count = size > 0 ? source.len / size : 0;
+    if (PyErr_Occurred())
+        goto finish;
+    if (have_fill && PyObject_GetBuffer(fill_arg, &fill, PyBUF_SIMPLE) < 0) {
+        have_fill = 0;
+        goto finish;
+    }
+    if (!compress || size <= 0 || source.len != count * size || sizes.len < count * 8 ||
+        first < 0 || first > count || pos < 0 || pos > dest.len ||
+        (have_fill && (fill.len <= 0 || size % fill.len != 0))) {
+        PyErr_SetString(PyExc_ValueError, "inconsistent sizes, positions or fill value");
+        goto finish;
+    }
+    int64_t *sized = sizes.buf;
+    const char *src = source.buf;
+    char *out = dest.buf;
+    Py_ssize_t k = first;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; k < count; k++) {
+        const char *chunk = src + k * size;
+        if (have_fill && is_fill(chunk, (size_t)size, fill.buf, (size_t)fill.len)) {
+            sized[k] = -1;
+            continue;
+        }
+        if (dest.len - pos < size + BLOSC_HEADER)
+            break;
+        /* Room for exactly what one call per chunk gives c-blosc: with more, it would keep a
+         * compressed chunk larger than the chunk rather than store the chunk as is. */
+        int n = compress(clevel, shuffle, (size_t)typesize, (size_t)size, chunk, out + pos,
+                         (size_t)(size + BLOSC_HEADER), cname, (size_t)blocksize, 1);
+        if (n <= 0) {
+            failed = n < 0 ? n : -1;
+            break;
+        }
+        sized[k] = n;
+        pos += n;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(nni)", k, pos, failed);
+finish:
+    if (have_fill)
+        PyBuffer_Release(&fill);
+    PyBuffer_Release(&source);
+    PyBuffer_Release(&dest);
+    PyBuffer_Release(&sizes);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode_many", decode_many, METH_VARARGS, decode_many_doc},
+    {"encode_blosc_many", encode_blosc_many, METH_VARARGS, encode_blosc_many_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_many",
-    "Many chunks of one compressor decoded by one call without the GIL.", -1, methods,
+    "Many chunks of one compressor decoded or encoded by one call without the GIL.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__many(void)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any, Self
 
 import numcodecs
@@ -9,7 +11,7 @@ from numcodecs import blosc as _blosc
 
 from ..errors import CodecError, CorruptDataError
 from ..scratch import SCRATCH_LIMIT, scratch
-from . import _cblosc, _decode_many
+from . import _cblosc, _runs
 from ._buffers import address, byte_view, nbytes
 from ._config import check_members, get_choice, get_int
 from .base import Buffer, BytesBytesCodec, ChunkSpec
@@ -101,9 +103,19 @@ class BloscCodec(BytesBytesCodec):
         return dest[:written]
 
     @property
-    def many_decoder(self) -> _decode_many.Decoder | None:
-        """Decodes runs of this codec's chunks by one call (`_decode_many`); None without it."""
-        return _decode_many.blosc if _cblosc.available else None
+    def many_decoder(self) -> _runs.Decoder | None:
+        """Decodes runs of this codec's chunks by one call (`_runs`); None without it."""
+        return _runs.blosc_decoder if _cblosc.available else None
+
+    def many_encoder(self, size: int) -> Callable[..., tuple[int, int, int]] | None:
+        """Encodes runs of chunks of `size` bytes by one call (`_runs.blosc_encoder`, given all
+        but this codec's parameters); None without it, or for what `encode` would refuse."""
+        if _runs.blosc_encoder is None or not _cblosc.available or \
+                self.cname not in _AVAILABLE or not 0 < size <= _MAX_INPUT:
+            return None
+        params = (self.clevel, SHUFFLES.index(self.shuffle or "noshuffle"), self.typesize or 1,
+                  self._cname, self.blocksize)
+        return partial(_runs.blosc_encoder, params)
 
     @property
     def fast_decode(self) -> bool:  # type: ignore[override]

@@ -43,7 +43,7 @@ class CodecChain:
     __slots__ = ("codecs", "array_array", "array_bytes", "bytes_bytes", "spec", "_encoded_size",
                  "_aa_encode", "_ab_encode", "_ab_transient", "_bb_encode", "_bb_transient", "_aa_decode",
                  "_ab_decode", "_bb_decode", "_bb_into", "_transient_into", "_direct", "_prefix",
-                 "_many", "_many_size")
+                 "_many", "_many_size", "_many_encoder")
 
     codecs: tuple[Codec, ...]
     array_array: tuple[ArrayArrayCodec, ...]
@@ -101,8 +101,11 @@ class CodecChain:
         # straight to their destination.
         passthrough = getattr(self.array_bytes, "passthrough", None)
         self._direct = not self.array_array and passthrough is not None and passthrough(ab_spec)
-        self._many = getattr(self.bytes_bytes[0], "many_decoder", None) \
-            if self._direct and len(self.bytes_bytes) == 1 and size else None
+        # Runs of chunks coded by one call: a lone compressor whose bytes are the chunk's own.
+        runs = self._direct and len(self.bytes_bytes) == 1 and size
+        self._many = getattr(self.bytes_bytes[0], "many_decoder", None) if runs else None
+        encoder = getattr(self.bytes_bytes[0], "many_encoder", None) if runs else None
+        self._many_encoder = encoder(size) if encoder is not None else None
         self._many_size = size
         prefix = getattr(self.bytes_bytes[0], "decode_prefix", None) if self.bytes_bytes else None
         self._prefix = partial(prefix, spec=ab_spec, size=size) if \
@@ -196,6 +199,26 @@ class CodecChain:
         if self._many is None or not sources:
             return 0
         return self._many(sources, dest, self._many_size, slots)
+
+    @property
+    def encodes_many(self) -> bool:
+        """Whether `encode_many_into` can encode runs of this chain's chunks."""
+        return self._many_encoder is not None
+
+    def encode_many_into(self, source: np.ndarray, fill: bytes | None, dest: memoryview,
+                         pos: int, first: int, sizes: np.ndarray) -> tuple[int, int]:
+        """Encode the chunks held one after another in `source` (C-contiguous) by one call that
+        does not hold the GIL, from chunk `first` on, each to `dest` at byte `pos` on, one after
+        another, its size put in `sizes` (int64, one per chunk; -1 for a chunk left out because
+        its every element has the bytes `fill`, when given). Returns (the chunk to go on from,
+        the position it would go to): it stops before a chunk that might not fit in `dest`.
+        Only when `encodes_many`."""
+        done, pos, error = self._many_encoder(source, self._many_size, fill, dest, pos, first,
+                                              sizes)
+        if error:
+            raise CodecError(f"{self.bytes_bytes[0].name} codec: could not compress "
+                             f"{self._many_size} bytes ({error})")
+        return done, pos
 
     def decode_into(self, data: Buffer, dest: memoryview) -> None:
         """Decode one stored chunk into `dest`: exactly spec.nbytes writable bytes, which receive

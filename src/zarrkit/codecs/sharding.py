@@ -15,7 +15,8 @@ import numpy as np
 
 from ..errors import CodecError, CorruptDataError
 from ..kvstore.base import ByteRange
-from ..scratch import empty, trim_scratch, whole_scratch
+from ..scratch import SCRATCH_LIMIT, empty, trim_scratch, whole_scratch
+from . import _runs
 from ._buffers import byte_view, nbytes
 from ._config import check_members, get_choice, get_list, get_shape
 from .base import ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
@@ -225,6 +226,45 @@ class ShardingCodec(ArrayBytesCodec):
         at = 0 if start else pos
         buf[at:at + self.index_nbytes] = byte_view(self._index_bytes(flats, sizes))
         return buf[:pos + (0 if start else self.index_nbytes)]
+
+    def pack_region_transient(self, region: np.ndarray, skip_fill: bool) -> memoryview | None:
+        """`pack_transient` of a whole shard's values (`region`: the shard's shape, any strides)
+        when the inner chain encodes runs by one call (`CodecChain.encodes_many`): the inner
+        chunks gathered in C order by one copy, then compressed one after another straight into
+        the shard's buffer, those whose every element is the fill value left out when
+        `skip_fill`. Valid until this thread's next call; None when no inner chunk is stored."""
+        self._require_bound()
+        inner, count = self.inner, math.prod(self.chunks_per_shard)
+        size = inner.spec.nbytes
+        gathered = np.frombuffer(whole_scratch(count * size, "gathered"), region.dtype,
+                                 count * math.prod(inner.spec.shape))
+        np.copyto(gathered.reshape(self.chunks_per_shard + inner.spec.shape),
+                  region.reshape(self._split).transpose(self._block_axes))
+        fill = _fill_bytes(inner.spec) if skip_fill else None
+        sizes = np.empty(count, np.int64)
+        start, tail = (self.index_nbytes, 0) if self.index_location == "start" else \
+            (0, self.index_nbytes)
+        # Room for the whole shard uncompressed, up to the size a thread keeps: then the buffer
+        # is reused from shard to shard, and grows only for shards that compress badly.
+        room = start + count * (size + _runs.MAX_OVERHEAD) + tail
+        buf, pos, done = whole_scratch(min(room, max(SCRATCH_LIMIT, start + 2 * size + tail)),
+                                       "shard"), start, 0
+        while done < count:
+            done, pos = inner.encode_many_into(gathered, fill, buf[:len(buf) - tail], pos, done,
+                                               sizes)
+            if done < count:  # no room for the next: grow, keeping what is assembled
+                grown = whole_scratch(min(room, max(2 * len(buf), pos + 2 * size + tail)),
+                                      "shard")
+                grown[:pos] = buf[:pos]
+                buf = grown
+        trim_scratch("shard")
+        trim_scratch("gathered")
+        flats = np.flatnonzero(sizes >= 0)
+        if not len(flats):
+            return None
+        at = 0 if start else pos
+        buf[at:at + self.index_nbytes] = byte_view(self._index_bytes(flats, sizes[flats]))
+        return buf[:pos + tail]
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
         """Encode a whole shard. Inner chunks equal to the fill value are left out; if all are, the

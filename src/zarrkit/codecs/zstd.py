@@ -13,7 +13,7 @@ import numpy as np
 import zstandard
 
 from ..errors import CorruptDataError
-from . import _decode_many, _libzstd
+from . import _libzstd, _runs
 from ._buffers import address, byte_view, nbytes
 from ._config import check_members, get_bool, get_int
 from .base import Buffer, BytesBytesCodec, ChunkSpec
@@ -53,9 +53,9 @@ class ZstdCodec(BytesBytesCodec):
             raise CorruptDataError(f"zstd codec: invalid compressed data ({e})") from None
 
     @property
-    def many_decoder(self) -> _decode_many.Decoder | None:
-        """Decodes runs of this codec's chunks by one call (`_decode_many`); None without it."""
-        return _decode_many.zstd if _libzstd.available else None
+    def many_decoder(self) -> _runs.Decoder | None:
+        """Decodes runs of this codec's chunks by one call (`_runs`); None without it."""
+        return _runs.zstd_decoder if _libzstd.available else None
 
     def decode_sized(self, data: Buffer, spec: ChunkSpec, size: int) -> Buffer:
         """Decode output that must be exactly `size` bytes, checked before any allocation (bombs)."""

@@ -979,6 +979,10 @@ def _write_box_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[in
     next (`ShardingCodec.pack_transient`). Listing the inner chunks' projections instead (4096
     per 128 MiB in the benchmark), and the garbage collections they set off, took as many
     py-spy samples as compressing them with blosc."""
+    if sharding.inner.encodes_many and not arr.dtype.hasobject:  # the whole shard by one call
+        arr.store.replace(arr.key(shard),
+                          sharding.pack_region_transient(region, not arr.write_empty_chunks))
+        return
     cps, inner = sharding.chunks_per_shard, sharding.chunk_shape
     ndim = len(cps)
     blocks = region.reshape([x for n, c in zip(cps, inner, strict=True) for x in (n, c)]) \
