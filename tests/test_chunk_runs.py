@@ -314,3 +314,31 @@ def test_whole_shard_writes_read_back_both_ways(tmp_path, monkeypatch, many_deco
     assert (tmp_path / "a" / "c" / "1" / "1").exists() == write_empty_chunks
     again = zarrkit.open(str(tmp_path / "a"), mode="r")
     np.testing.assert_array_equal(again[17:70, 3:101], data[17:70, 3:101])
+
+
+@pytest.mark.parametrize("shape, chunks, shards", [
+    ((96,), (8,), (48,)),
+    ((12, 10, 9), (2, 5, 3), (4, 10, 9)),
+    ((64, 96), (16, 32), (64, 96)),
+])
+def test_shards_packed_in_slabs_equal_those_packed_chunk_by_chunk(shape, chunks, shards,
+                                                                  monkeypatch):
+    from zarrkit.codecs import sharding as sharding_module
+    from zarrkit.kvstore import MemoryStore
+
+    data = (np.arange(np.prod(shape), dtype="uint64").reshape(shape) * 40503 % 65521
+            ).astype("uint16")
+    data[(slice(0, chunks[0]),) * 1] = 0  # a row of fill chunks
+    codecs = [{"name": "bytes"}, {"name": "blosc", "configuration": {"cname": "lz4"}}]
+    monkeypatch.setattr(sharding_module, "SCRATCH_LIMIT", 1)  # a slab per row of inner chunks
+    stores = []
+    for runs in (True, False):
+        if not runs:
+            monkeypatch.setattr(_runs, "blosc_encoder", None)
+        a = zarrkit.create(MemoryStore(), shape=shape, dtype="uint16", chunks=chunks,
+                           shards=shards, codecs=codecs)
+        assert a._engine.sharding.inner.encodes_many == runs
+        a[...] = data
+        np.testing.assert_array_equal(a[...], data)
+        stores.append({key: bytes(a.store.get(key)) for key in a.store.list_prefix("c/")})
+    assert stores[0] == stores[1]

@@ -229,34 +229,34 @@ class ShardingCodec(ArrayBytesCodec):
 
     def pack_region_transient(self, region: np.ndarray, skip_fill: bool) -> memoryview | None:
         """`pack_transient` of a whole shard's values (`region`: the shard's shape, any strides)
-        when the inner chain encodes runs by one call (`CodecChain.encodes_many`): the inner
-        chunks gathered in C order by one copy, then compressed one after another straight into
-        the shard's buffer, those whose every element is the fill value left out when
-        `skip_fill`. Valid until this thread's next call; None when no inner chunk is stored."""
+        when the inner chain encodes runs by one call (`CodecChain.encodes_many`): slabs of rows
+        of inner chunks, up to SCRATCH_LIMIT bytes, gathered in C order by one copy each, then
+        compressed one after another straight into the shard's buffer, those whose every
+        element is the fill value left out when `skip_fill`. Valid until this thread's next
+        call; None when no inner chunk is stored."""
         self._require_bound()
-        inner, count = self.inner, math.prod(self.chunks_per_shard)
-        size = inner.spec.nbytes
-        gathered = np.frombuffer(whole_scratch(count * size, "gathered"), region.dtype,
-                                 count * math.prod(inner.spec.shape))
-        np.copyto(gathered.reshape(self.chunks_per_shard + inner.spec.shape),
-                  region.reshape(self._split).transpose(self._block_axes))
-        fill = _fill_bytes(inner.spec) if skip_fill else None
+        per_shard, size = self.chunks_per_shard, self.inner.spec.nbytes
+        count = math.prod(per_shard)
+        fill = _fill_bytes(self.inner.spec) if skip_fill else None
         sizes = np.empty(count, np.int64)
         start, tail = (self.index_nbytes, 0) if self.index_location == "start" else \
             (0, self.index_nbytes)
         # Room for the whole shard uncompressed, up to the size a thread keeps: then the buffer
         # is reused from shard to shard, and grows only for shards that compress badly.
         room = start + count * (size + _runs.MAX_OVERHEAD) + tail
-        buf, pos, done = whole_scratch(min(room, max(SCRATCH_LIMIT, start + 2 * size + tail)),
-                                       "shard"), start, 0
-        while done < count:
-            done, pos = inner.encode_many_into(gathered, fill, buf[:len(buf) - tail], pos, done,
-                                               sizes)
-            if done < count:  # no room for the next: grow, keeping what is assembled
-                grown = whole_scratch(min(room, max(2 * len(buf), pos + 2 * size + tail)),
-                                      "shard")
-                grown[:pos] = buf[:pos]
-                buf = grown
+        buf, pos = whole_scratch(min(room, max(SCRATCH_LIMIT, start + 2 * size + tail)),
+                                 "shard"), start
+        blocks = region.reshape(self._split).transpose(self._block_axes)
+        lead = per_shard[0] if per_shard else 1
+        rows = max(1, SCRATCH_LIMIT // (count // lead * size))
+        for first in range(0, lead, rows):
+            part = blocks[first:first + rows] if per_shard else blocks
+            n = part.size // math.prod(self.inner.spec.shape)
+            gathered = np.frombuffer(whole_scratch(n * size, "gathered"), region.dtype,
+                                     part.size).reshape(part.shape)
+            np.copyto(gathered, part)
+            done = first * (count // lead)
+            buf, pos = self._encode_run(gathered, fill, buf, pos, sizes[done:done + n], room, tail)
         trim_scratch("shard")
         trim_scratch("gathered")
         flats = np.flatnonzero(sizes >= 0)
@@ -265,6 +265,21 @@ class ShardingCodec(ArrayBytesCodec):
         at = 0 if start else pos
         buf[at:at + self.index_nbytes] = byte_view(self._index_bytes(flats, sizes[flats]))
         return buf[:pos + tail]
+
+    def _encode_run(self, gathered: np.ndarray, fill: bytes | None, buf: memoryview, pos: int,
+                    sizes: np.ndarray, room: int, tail: int) -> tuple[memoryview, int]:
+        """The inner chunks in `gathered` compressed into `buf` from `pos` on, the buffer grown
+        (up to `room`, keeping what is assembled) when the next might not fit: (the buffer, the
+        position after them)."""
+        size, done = self.inner.spec.nbytes, 0
+        while done < len(sizes):
+            done, pos = self.inner.encode_many_into(gathered, fill, buf[:len(buf) - tail], pos,
+                                                    done, sizes)
+            if done < len(sizes):
+                grown = whole_scratch(min(room, max(2 * len(buf), pos + 2 * size + tail)), "shard")
+                grown[:pos] = buf[:pos]
+                buf = grown
+        return buf, pos
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
         """Encode a whole shard. Inner chunks equal to the fill value are left out; if all are, the
