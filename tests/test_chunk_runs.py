@@ -342,3 +342,38 @@ def test_shards_packed_in_slabs_equal_those_packed_chunk_by_chunk(shape, chunks,
         np.testing.assert_array_equal(a[...], data)
         stores.append({key: bytes(a.store.get(key)) for key in a.store.list_prefix("c/")})
     assert stores[0] == stores[1]
+
+
+@pytest.mark.parametrize("compressor", [{"name": "blosc", "configuration": {"cname": "lz4"}},
+                                        {"name": "zstd"}])
+def test_a_transient_decode_is_a_run_of_one(compressor, monkeypatch, many_decoder):
+    """A chunk decoded into the thread's buffer goes through the C call too (its checks
+    included), and through the Python path when that call stops at it."""
+    spec = ChunkSpec((128, 256), np.dtype("uint16"), 0)
+    chain = CodecChain.from_json([{"name": "bytes"}, compressor], spec)
+    python_path = []
+    real = CodecChain._decode
+    monkeypatch.setattr(CodecChain, "_decode", lambda self, data, dest: (
+        python_path.append(1), real(self, data, dest))[1])
+    raw = _chunks(1)[0]
+    expected = np.frombuffer(raw, "uint16").reshape(128, 256)
+    np.testing.assert_array_equal(chain.decode_transient(chain.encode(expected)), expected)
+    assert len(python_path) == (0 if many_decoder == "one call" else 1)
+    python_path.clear()
+    if compressor["name"] == "zstd":  # another writer's frame without its size: Python reads it
+        np.testing.assert_array_equal(
+            chain.decode_transient(_zstd(raw, write_content_size=False)), expected)
+        assert python_path == [1]
+    bad = bytearray(chain.encode(expected))
+    bad[-40:] = bytes(40)
+    with pytest.raises(CorruptDataError):
+        chain.decode_transient(bytes(bad)[:-1])
+
+
+def test_zstd_prefixes_are_decoded_alone_only_beyond_one_block():
+    one_block = CodecChain.from_json([{"name": "bytes"}, {"name": "zstd"}],
+                                     ChunkSpec((256, 256), np.dtype("uint16"), 0))  # 128 KiB
+    two_blocks = CodecChain.from_json([{"name": "bytes"}, {"name": "zstd"}],
+                                      ChunkSpec((512, 256), np.dtype("uint16"), 0))
+    assert not one_block.decodes_prefix
+    assert two_blocks.decodes_prefix

@@ -108,8 +108,10 @@ class CodecChain:
         self._many_encoder = encoder(size) if encoder is not None else None
         self._many_size = size
         prefix = getattr(self.bytes_bytes[0], "decode_prefix", None) if self.bytes_bytes else None
+        stops = getattr(self.bytes_bytes[0], "stops_early", None) if prefix else None
         self._prefix = partial(prefix, spec=ab_spec, size=size) if \
-            self._direct and len(self.bytes_bytes) == 1 and prefix and small else None
+            self._direct and len(self.bytes_bytes) == 1 and prefix and small and \
+            (stops is None or stops(size)) else None
         bb_decode: list[Callable[[Buffer], Buffer]] = []
         for codec in self.bytes_bytes:
             # When the decoded size is known, compressors can refuse to inflate beyond it.
@@ -156,7 +158,13 @@ class CodecChain:
         """`decode`, but the result may live in this thread's scratch buffer: it must be consumed
         (copied out) before the thread decodes again, and never kept (no caching)."""
         into = self._transient_into
-        return self._decode(data, None if into is None else scratch(into.keywords["size"]))
+        if into is None:
+            return self._decode(data, None)
+        dest = scratch(into.keywords["size"])
+        if self._many is not None and self._many((data,), dest, self._many_size, _FIRST) == 1:
+            # One call that checks and decodes (a run of one): the same checks, made in C.
+            return np.frombuffer(dest, self.spec.dtype).reshape(self.spec.shape)
+        return self._decode(data, dest)
 
     def decode_prefix_transient(self, data: Buffer, nbytes: int) -> np.ndarray | None:
         """`decode_transient` of only the first `nbytes` decoded bytes (the chunk in C order):
@@ -264,6 +272,9 @@ class CodecChain:
 
     def __repr__(self) -> str:
         return f"CodecChain({self.to_json()!r}, shape={self.spec.shape}, dtype={self.spec.dtype})"
+
+
+_FIRST = (0,)  # the slot of a run of one
 
 
 def _library_error(e: Exception) -> CorruptDataError:

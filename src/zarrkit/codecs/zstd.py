@@ -95,6 +95,12 @@ class ZstdCodec(BytesBytesCodec):
         except Exception as e:
             raise CorruptDataError(f"zstd codec: invalid compressed data ({e})") from None
 
+    @staticmethod
+    def stops_early(size: int) -> bool:
+        """Whether a prefix of `size` decoded bytes can be decoded alone: not when the frame
+        is a single block (up to 128 KiB), which is decoded whole anyway."""
+        return size > _BLOCK_MAX
+
     def decode_prefix(self, data: Buffer, spec: ChunkSpec, size: int, nbytes: int,
                       dest: memoryview) -> bool:
         """Decode only the first `nbytes` of the `size` decoded bytes into `dest`, stopping
