@@ -368,6 +368,16 @@ def test_a_transient_decode_is_a_run_of_one(compressor, monkeypatch, many_decode
     bad[-40:] = bytes(40)
     with pytest.raises(CorruptDataError):
         chain.decode_transient(bytes(bad)[:-1])
+    # decode_into, straight into a given buffer, likewise.
+    through_python = []
+    real_bytes = CodecChain._decode_bytes
+    monkeypatch.setattr(CodecChain, "_decode_bytes", lambda self, data, dest: (
+        through_python.append(1), real_bytes(self, data, dest))[1])
+    dest = memoryview(bytearray(SIZE))
+    chain.decode_into(chain.encode(expected), dest)
+    assert dest == raw and len(through_python) == (0 if many_decoder == "one call" else 1)
+    with pytest.raises(CorruptDataError):
+        chain.decode_into(bytes(bad)[:-1], dest)
 
 
 def test_zstd_prefixes_are_decoded_alone_only_beyond_one_block():

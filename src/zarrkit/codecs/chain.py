@@ -233,6 +233,9 @@ class CodecChain:
         the chunk in C order. Only when `decodes_into`."""
         if not self._direct:
             raise ValueError(f"{self!r} cannot decode straight into a buffer")
+        if self._many is not None and len(dest) == self._many_size and \
+                self._many((data,), dest, self._many_size, _FIRST) == 1:
+            return  # a run of one, as in decode_transient
         try:
             data = self._decode_bytes(data, dest)
             if data is not dest:
