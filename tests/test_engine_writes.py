@@ -181,6 +181,7 @@ def test_across_rows_is_a_permutation_down_the_columns():
     assert all(a[0] != b[0] for a, b in zip(order, order[1:], strict=False))  # never the same row twice
     assert across_rows(grid[:3], lambda c: c) == grid[:3]  # one row: nothing to spread
     assert across_rows([(0,), (1,)], lambda c: c) == [(0,), (1,)]  # 1-d: one directory anyway
+    assert across_rows([()], lambda c: c) == [()]  # a 0-d array's one chunk
     odd = [(0, 0), (0, 1), (1, 0), (2, 3)]  # not a box: still every item once
     assert sorted(across_rows(odd, lambda c: c)) == odd
 

@@ -677,6 +677,8 @@ def across_rows(items: list[Any], coords: Callable[[Any], tuple[int, ...]]) -> l
     its directory's lock, and two threads writing along one row spent ~6% of an unsharded
     write's CPU spinning on it (perf: `rwsem_spin_on_owner` under `openat` and `renameat`).
     Any order is correct; this one is every m-th item, m the items per row."""
+    if len(items) <= 1 or not coords(items[0]):  # (a 0-d array's one chunk)
+        return items
     m = len({coords(item)[-1] for item in items})
     if m <= 1 or m == len(items):
         return items
