@@ -410,7 +410,7 @@ def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple
 
     def fetch(index: np.ndarray | None, generation: Any) -> list[Any]:
         if index is None:
-            return [(None, p, key) for _, p in members]
+            return _all_missing(members, key)
         picked = needed(index)
         return found(picked, arr.store.get_ranges_if(key, picked[1], generation))
 
@@ -421,6 +421,11 @@ def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple
         except GenerationMismatch:  # replaced in between: the first of the attempts
             return _with_index(arr, sharding, shard, fetch, tried=1)
     return _with_index(arr, sharding, shard, fetch, cached)
+
+
+def _all_missing(members: list[Any], key: str) -> list[tuple[None, ChunkProjection, str]]:
+    """The inner chunks of a shard that does not exist: each reads as the fill value."""
+    return [(None, p, key) for _, p in members]
 
 
 def _fetch_with_index(arr: ChunkedArray, sharding: ShardingCodec, key: str,
@@ -437,7 +442,7 @@ def _fetch_with_index(arr: ChunkedArray, sharding: ShardingCodec, key: str,
 
     first, generation, fetched = arr.store.get_then_ranges(key, sharding.index_byte_range(), then)
     if first is None:
-        return [(None, p, key) for _, p in members]
+        return _all_missing(members, key)
     if generation is not None:
         arr.shard_indexes.put(key, picked[0], generation)
     return found(picked[1], fetched)

@@ -402,7 +402,7 @@ class FileStore(KvStore):
         if opened is None:
             return
         try:
-            self._read_ranges_at(opened[0], opened[1].st_size, items, results, transient)
+            _read_ranges_at(opened[0], opened[1].st_size, items, results, transient)
         finally:
             os.close(opened[0])
 
@@ -418,26 +418,11 @@ class FileStore(KvStore):
             first = pread_exact(fd, stop - start, start)
             ranges = then(first)
             results: list[Buffer | None] = [None] * len(ranges)
-            self._read_ranges_at(fd, st.st_size, list(enumerate(ranges)), results, False)
+            _read_ranges_at(fd, st.st_size, list(enumerate(ranges)), results, False)
             return first, generation, results
 
         return self._reading(key, (None, None, []), read)
 
-    def _read_ranges_at(self, fd: int, size: int, items: list[tuple[int, ByteRange | None]],
-                        results: list[Buffer | None], transient: bool) -> None:
-        """Nearby ranges of the open file `fd` (`size` bytes) fetched with one read each."""
-        spans = sorted((*resolve_range(rng, size), index) for index, rng in items)
-        groups = [(g, g[0][0], max(span[1] for span in g)) for g in coalesce(spans, COALESCE_GAP)]
-        total = sum(stop - start for _, start, stop in groups)
-        if transient and total <= SCRATCH_LIMIT:
-            buffer = scratch(total, "read")  # reused: no page faults on fresh memory
-        else:
-            buffer = memoryview(empty((total,), np.uint8))  # not zeroed, unlike bytearray
-        for group, start, stop in groups:
-            view, buffer = buffer[:stop - start], buffer[stop - start:]
-            view = view[:pread_into(fd, view, start)]
-            for lo, hi, index in group:
-                results[index] = view[lo - start:hi - start]
 
     def exists(self, key: str) -> bool:
         return self.size(key) is not None
@@ -1172,3 +1157,20 @@ class _KeyLock:
                 self._unlock(fd)
         finally:
             self._release_threads(len(self._thread_locks))
+
+
+def _read_ranges_at(fd: int, size: int, items: list[tuple[int, ByteRange | None]],
+                    results: list[Buffer | None], transient: bool) -> None:
+    """Nearby ranges of the open file `fd` (`size` bytes) fetched with one read each."""
+    spans = sorted((*resolve_range(rng, size), index) for index, rng in items)
+    groups = [(g, g[0][0], max(span[1] for span in g)) for g in coalesce(spans, COALESCE_GAP)]
+    total = sum(stop - start for _, start, stop in groups)
+    if transient and total <= SCRATCH_LIMIT:
+        buffer = scratch(total, "read")  # reused: no page faults on fresh memory
+    else:
+        buffer = memoryview(empty((total,), np.uint8))  # not zeroed, unlike bytearray
+    for group, start, stop in groups:
+        view, buffer = buffer[:stop - start], buffer[stop - start:]
+        view = view[:pread_into(fd, view, start)]
+        for lo, hi, index in group:
+            results[index] = view[lo - start:hi - start]
