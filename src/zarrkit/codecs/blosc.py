@@ -45,8 +45,9 @@ class BloscCodec(BytesBytesCodec):
         self.typesize: int | None = get_int(_given("typesize", typesize), "typesize", n, lo=1, default=None)
         self.blocksize: int = get_int({"blocksize": blocksize}, "blocksize", n, lo=0)
         self._cname = self.cname.encode()
+        self._shuffle = SHUFFLES.index(self.shuffle or "noshuffle")  # c-blosc's code for it
         self._blosc = numcodecs.Blosc(
-            cname=self.cname, clevel=self.clevel, shuffle=SHUFFLES.index(self.shuffle or "noshuffle"),
+            cname=self.cname, clevel=self.clevel, shuffle=self._shuffle,
             blocksize=self.blocksize, typesize=self.typesize or 1)
 
     @classmethod
@@ -95,9 +96,8 @@ class BloscCodec(BytesBytesCodec):
         # 2x slower on 128 KiB chunks). Not beyond SCRATCH_LIMIT: each thread would keep one.
         room = size + _cblosc.MAX_OVERHEAD
         dest = scratch(room, "compress") if room <= SCRATCH_LIMIT else memoryview(bytearray(room))
-        written = _cblosc.compress(self.clevel, SHUFFLES.index(self.shuffle or "noshuffle"),
-                                   self.typesize or 1, src, size, address(dest),
-                                   len(dest), self._cname, self.blocksize)
+        written = _cblosc.compress(self.clevel, self._shuffle, self.typesize or 1, src, size,
+                                   address(dest), len(dest), self._cname, self.blocksize)
         if written <= 0:
             raise CodecError(f"blosc codec: c-blosc failed to compress {size} bytes ({written})")
         return dest[:written]
@@ -113,8 +113,7 @@ class BloscCodec(BytesBytesCodec):
         if _runs.blosc_encoder is None or not _cblosc.available or \
                 self.cname not in _AVAILABLE or not 0 < size <= _MAX_INPUT:
             return None
-        params = (self.clevel, SHUFFLES.index(self.shuffle or "noshuffle"), self.typesize or 1,
-                  self._cname, self.blocksize)
+        params = (self.clevel, self._shuffle, self.typesize or 1, self._cname, self.blocksize)
         return partial(_runs.blosc_encoder, params)
 
     @property

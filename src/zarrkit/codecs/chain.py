@@ -161,10 +161,15 @@ class CodecChain:
         if into is None:
             return self._decode(data, None)
         dest = scratch(into.keywords["size"])
-        if self._many is not None and self._many((data,), dest, self._many_size, _FIRST) == 1:
-            # One call that checks and decodes (a run of one): the same checks, made in C.
+        if self._in_one_call(data, dest):
             return np.frombuffer(dest, self.spec.dtype).reshape(self.spec.shape)
         return self._decode(data, dest)
+
+    def _in_one_call(self, data: Buffer, dest: memoryview) -> bool:
+        """Whether the chain's run call decoded `data` into `dest` (a run of one: the checks
+        Python makes, made in C); False, with `dest` undefined, for the Python path to do."""
+        return self._many is not None and len(dest) == self._many_size and \
+            self._many((data,), dest, self._many_size, _FIRST) == 1
 
     def decode_prefix_transient(self, data: Buffer, nbytes: int) -> np.ndarray | None:
         """`decode_transient` of only the first `nbytes` decoded bytes (the chunk in C order):
@@ -233,9 +238,8 @@ class CodecChain:
         the chunk in C order. Only when `decodes_into`."""
         if not self._direct:
             raise ValueError(f"{self!r} cannot decode straight into a buffer")
-        if self._many is not None and len(dest) == self._many_size and \
-                self._many((data,), dest, self._many_size, _FIRST) == 1:
-            return  # a run of one, as in decode_transient
+        if self._in_one_call(data, dest):
+            return
         try:
             data = self._decode_bytes(data, dest)
             if data is not dest:

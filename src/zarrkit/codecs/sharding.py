@@ -212,20 +212,21 @@ class ShardingCodec(ArrayBytesCodec):
         buf, pos, flats, sizes = whole_scratch(start + self.index_nbytes, "shard"), start, [], []
         for flat, data in chunks:
             n = nbytes(data)
-            if pos + n + self.index_nbytes > len(buf):  # grow, keeping what is assembled
-                grown = whole_scratch(max(2 * len(buf), pos + n + self.index_nbytes), "shard")
-                grown[:pos] = buf[:pos]
-                buf = grown
+            if pos + n + self.index_nbytes > len(buf):
+                buf = _grown(buf, pos, max(2 * len(buf), pos + n + self.index_nbytes))
             buf[pos:pos + n] = byte_view(data)
             pos += n
             flats.append(flat)
             sizes.append(n)
         trim_scratch("shard")
-        if not flats:
-            return None
-        at = 0 if start else pos
+        return self._indexed(buf, pos, flats, sizes) if flats else None
+
+    def _indexed(self, buf: memoryview, pos: int, flats: Any, sizes: Any) -> memoryview:
+        """The shard assembled in `buf` (its inner chunks up to `pos`, after the index's room
+        when the index comes first) with its index of `flats` and `sizes` put in place."""
+        at = 0 if self.index_location == "start" else pos
         buf[at:at + self.index_nbytes] = byte_view(self._index_bytes(flats, sizes))
-        return buf[:pos + (0 if start else self.index_nbytes)]
+        return buf[:pos + (0 if self.index_location == "start" else self.index_nbytes)]
 
     def pack_region_transient(self, region: np.ndarray, skip_fill: bool) -> memoryview | None:
         """`pack_transient` of a whole shard's values (`region`: the shard's shape, any strides)
@@ -260,11 +261,7 @@ class ShardingCodec(ArrayBytesCodec):
         trim_scratch("shard")
         trim_scratch("gathered")
         flats = np.flatnonzero(sizes >= 0)
-        if not len(flats):
-            return None
-        at = 0 if start else pos
-        buf[at:at + self.index_nbytes] = byte_view(self._index_bytes(flats, sizes[flats]))
-        return buf[:pos + tail]
+        return self._indexed(buf, pos, flats, sizes[flats]) if len(flats) else None
 
     def _encode_run(self, gathered: np.ndarray, fill: bytes | None, buf: memoryview, pos: int,
                     sizes: np.ndarray, room: int, tail: int) -> tuple[memoryview, int]:
@@ -276,9 +273,7 @@ class ShardingCodec(ArrayBytesCodec):
             done, pos = self.inner.encode_many_into(gathered, fill, buf[:len(buf) - tail], pos,
                                                     done, sizes)
             if done < len(sizes):
-                grown = whole_scratch(min(room, max(2 * len(buf), pos + 2 * size + tail)), "shard")
-                grown[:pos] = buf[:pos]
-                buf = grown
+                buf = _grown(buf, pos, min(room, max(2 * len(buf), pos + 2 * size + tail)))
         return buf, pos
 
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
@@ -326,6 +321,13 @@ class ShardingCodec(ArrayBytesCodec):
             except CorruptDataError as e:
                 raise type(e)(f"{_NAME}: inner chunk {coords}: {e}") from e
         return out
+
+
+def _grown(buf: memoryview, pos: int, size: int) -> memoryview:
+    """This thread's shard buffer grown to `size` bytes, keeping the `pos` assembled."""
+    grown = whole_scratch(size, "shard")
+    grown[:pos] = buf[:pos]
+    return grown
 
 
 def _listed(value: Any) -> Any:
