@@ -291,6 +291,35 @@ def test_a_shard_packed_by_one_call_equals_one_packed_chunk_by_chunk(location, s
     assert (codec.pack_region_transient(region, skip_fill) is None) == skip_fill
 
 
+def test_a_shard_beyond_the_gather_limit_is_gathered_in_slabs_of_rows(monkeypatch):
+    """A thread gathers at most _GATHER_LIMIT bytes of a shard at a time (a shard-sized buffer
+    cost each thread fresh pages per write), and the slabs pack as chunk by chunk does."""
+    from zarrkit import scratch as scratch_module
+    from zarrkit.codecs import sharding as sharding_module
+
+    spec = ChunkSpec((1024, 1024), np.dtype("uint16"), np.uint16(0))  # 2 MiB
+    chain = CodecChain.from_json([{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [128, 128],  # a row of inner chunks: 256 KiB
+        "codecs": [{"name": "bytes"}, {"name": "blosc", "configuration": {
+            "cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2}}],
+        "index_codecs": [{"name": "bytes"}, {"name": "crc32c"}]}}], spec)
+    codec = chain.array_bytes
+    region = (np.arange(1024 * 1024, dtype="uint64").reshape(1024, 1024) * 2654435761 % 4093
+              ).astype("uint16")
+    monkeypatch.delattr(scratch_module._local, "gathered", raising=False)
+    gathered = []
+    real = scratch_module.whole_scratch
+    monkeypatch.setattr(sharding_module, "whole_scratch", lambda size, slot: (
+        gathered.append(size) if slot == "gathered" else None, real(size, slot))[1])
+    packed = bytes(codec.pack_region_transient(region, True))
+    assert gathered == [sharding_module._GATHER_LIMIT] * 2  # 4 rows of inner chunks each
+    blocks = region.reshape(8, 128, 8, 128).transpose(0, 2, 1, 3)
+    chunk_by_chunk = [(flat, codec.inner.encode(np.ascontiguousarray(blocks[i, j])))
+                      for flat, (i, j) in enumerate(np.ndindex(8, 8))]
+    assert packed == bytes(codec.pack_transient(chunk_by_chunk))
+    np.testing.assert_array_equal(chain.decode(packed), region)
+
+
 @pytest.mark.parametrize("write_empty_chunks", [False, True])
 def test_whole_shard_writes_read_back_both_ways(tmp_path, monkeypatch, many_decoder,
                                                 write_empty_chunks):
@@ -330,7 +359,7 @@ def test_shards_packed_in_slabs_equal_those_packed_chunk_by_chunk(shape, chunks,
             ).astype("uint16")
     data[(slice(0, chunks[0]),) * 1] = 0  # a row of fill chunks
     codecs = [{"name": "bytes"}, {"name": "blosc", "configuration": {"cname": "lz4"}}]
-    monkeypatch.setattr(sharding_module, "SCRATCH_LIMIT", 1)  # a slab per row of inner chunks
+    monkeypatch.setattr(sharding_module, "_GATHER_LIMIT", 1)  # a slab per row of inner chunks
     stores = []
     for runs in (True, False):
         if not runs:

@@ -231,7 +231,7 @@ class ShardingCodec(ArrayBytesCodec):
     def pack_region_transient(self, region: np.ndarray, skip_fill: bool) -> memoryview | None:
         """`pack_transient` of a whole shard's values (`region`: the shard's shape, any strides)
         when the inner chain encodes runs by one call (`CodecChain.encodes_many`): slabs of rows
-        of inner chunks, up to SCRATCH_LIMIT bytes, gathered in C order by one copy each, then
+        of inner chunks, up to _GATHER_LIMIT bytes, gathered in C order by one copy each, then
         compressed one after another straight into the shard's buffer, those whose every
         element is the fill value left out when `skip_fill`. Valid until this thread's next
         call; None when no inner chunk is stored."""
@@ -249,7 +249,7 @@ class ShardingCodec(ArrayBytesCodec):
                                  "shard"), start
         blocks = region.reshape(self._split).transpose(self._block_axes)
         lead = per_shard[0] if per_shard else 1
-        rows = max(1, SCRATCH_LIMIT // (count // lead * size))
+        rows = max(1, _GATHER_LIMIT // (count // lead * size))
         for first in range(0, lead, rows):
             part = blocks[first:first + rows] if per_shard else blocks
             n = part.size // math.prod(self.inner.spec.shape)
@@ -321,6 +321,12 @@ class ShardingCodec(ArrayBytesCodec):
             except CorruptDataError as e:
                 raise type(e)(f"{_NAME}: inner chunk {coords}: {e}") from e
         return out
+
+
+#: Bytes of inner chunks gathered at a time for `pack_region_transient`: the slab stays in
+#: the CPU's cache for its compression, and a thread's gather buffer is this small (a shard's
+#: worth, 8 MiB, cost each thread ~5 ms of fresh huge pages zeroed and faulted in per write).
+_GATHER_LIMIT = 1 << 20
 
 
 def _grown(buf: memoryview, pos: int, size: int) -> memoryview:
