@@ -208,3 +208,81 @@ def test_whole_writes_store_consecutive_chunks_in_different_directories(tmp_path
     expected = [f"c/{i}/{j}" for j in range(3) for i in range(4)]
     assert stored == expected
     np.testing.assert_array_equal(a[...], data)
+
+
+_BLOSC = [{"name": "bytes"}, {"name": "blosc", "configuration": {
+    "cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2}}]
+
+
+def _stored_files(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in root.rglob("*") if p.is_file() and p.name != "zarr.json"}
+
+
+@pytest.mark.parametrize("write_empty_chunks", [False, True])
+@pytest.mark.parametrize("shape, chunks, selection", [
+    ((96, 130), (16, 32), np.s_[...]),            # edge chunks on the right: alone
+    ((40, 64, 48), (8, 16, 8), np.s_[...]),
+    ((96, 128), (16, 32), np.s_[8:96, 0:128]),    # a partial first row, merged under lock
+    ((200,), (8,), np.s_[...]),                  # 1-d: one row of runs
+])
+def test_chunks_written_in_runs_are_stored_as_chunk_by_chunk(tmp_path, monkeypatch, shape,
+                                                             chunks, selection,
+                                                             write_empty_chunks):
+    """Whole chunks side by side are gathered by one copy, compressed by one call and stored by
+    one batch per run (`_write_runs`): the same files as chunk by chunk, fill chunks left out
+    (or kept) alike."""
+    from zarrkit.engine import chunk_io
+
+    monkeypatch.setattr(chunk_io, "INLINE_CHUNK_BYTES", 0)  # not the small-chunk batches
+    monkeypatch.setattr(chunk_io, "INLINE_READ_BYTES", 0)
+    monkeypatch.setattr(chunk_io, "INLINE_SLOW_READ_BYTES", 0)
+    monkeypatch.setattr(chunk_io, "RUN_BYTES", 3 * np.prod(chunks) * 2)  # runs of up to 3
+    data = (np.arange(np.prod(shape), dtype="uint64").reshape(shape) * 2654435761 % 4093
+            ).astype("uint16")
+    data[(slice(16, 32),) + (slice(None),) * (len(shape) - 1)] = 7  # fill chunks in a run
+    data[(slice(0, 8),) * len(shape)] = 7
+    tasks = []
+    real_runs = chunk_io._write_runs
+    monkeypatch.setattr(chunk_io, "_write_runs", lambda arr, ps: (
+        runs := real_runs(arr, ps), tasks.extend(runs))[0])
+    roots = []
+    for runs in (True, False):
+        if not runs:
+            monkeypatch.setattr(chunk_io, "_write_runs", lambda arr, ps: [[p] for p in ps])
+        root = tmp_path / f"runs-{runs}"
+        a = zarrkit.create(str(root), shape=shape, dtype="uint16", chunks=chunks, codecs=_BLOSC,
+                           fill_value=7, write_empty_chunks=write_empty_chunks)
+        a[...] = data  # stored before: the partial chunks merge with it
+        a[selection] = data[selection] // 2 + 1000 * (data[selection] != 7)
+        roots.append(root)
+        expected = data.copy()
+        expected[selection] = data[selection] // 2 + 1000 * (data[selection] != 7)
+        np.testing.assert_array_equal(zarrkit.open(str(root), mode="r")[...], expected)
+    assert max(map(len, tasks)) == (3 if a._engine.chain.encodes_many else 1)
+    assert all(len(run) <= 3 for run in tasks)
+    assert _stored_files(roots[0]) == _stored_files(roots[1])
+
+
+def test_a_run_is_stored_by_one_batch_call(tmp_path, monkeypatch, many_decoder):
+    from zarrkit.engine import chunk_io
+    from zarrkit.kvstore import _file_batch
+
+    monkeypatch.setattr(chunk_io, "run_all", lambda fn, items, width=0: [fn(i) for i in items])
+    monkeypatch.setattr(chunk_io, "INLINE_READ_BYTES", 0)  # not the small-chunk batches
+    a = zarrkit.create(str(tmp_path / "a"), shape=(512, 1024), dtype="uint16",
+                       chunks=(256, 256), codecs=_BLOSC)  # 128 KiB chunks: 8 per run
+    data = (np.arange(512 * 1024, dtype="uint32").reshape(512, 1024) * 40503 % 65521
+            ).astype("uint16")
+    a[...] = data + 1  # the directories made (a file that makes one is written alone)
+    calls = []
+    for name in ("write_files", "replace_file"):
+        real = getattr(_file_batch._fileio, name)
+        monkeypatch.setattr(_file_batch._fileio, name, lambda *args, name=name, real=real: (
+            calls.append((name, len(args[1]) if name == "write_files" else 1)), real(*args))[1])
+    a[...] = data
+    if many_decoder == "one call":  # a row of 4 chunks is one run: one call per row
+        assert calls == [("write_files", 4)] * 2
+    else:
+        assert calls == [("replace_file", 1)] * 8
+    np.testing.assert_array_equal(a[...], data)

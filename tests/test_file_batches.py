@@ -129,10 +129,28 @@ def test_batch_writes_store_every_value_and_leave_no_temp_file(store, tmp_path, 
     values[7] = bytearray(values[7])
     values[8] = memoryview(values[8])
     values[9] = np.frombuffer(values[9], np.uint8)
-    values[10] = b"x" * (_file_batch.MAX_BATCHED_VALUE + 1)  # too large for a batch: alone
+    values[10] = b"x" * (_file_batch.MAX_BATCHED_VALUE + 1)  # large, but batched uncopied
     store.replace_many(keys, values)
     assert [bytes(store.get(k)) for k in keys] == [bytes(v) for v in values]
     assert _temps(tmp_path) == []
+
+
+def test_large_values_are_batched_when_kept_and_alone_when_they_would_be_copied(
+        store, monkeypatch):
+    calls = []
+    real = _file_batch._fileio.write_files
+    monkeypatch.setattr(_file_batch._fileio, "write_files",
+                        lambda *args: (calls.append(len(args[1])), real(*args))[1])
+    big = [bytes([i]) * (_file_batch.MAX_BATCHED_VALUE + 1) for i in range(4)]
+    keys = [f"c/0/{i}" for i in range(4)]
+    store.set("c/0/x", b"")  # the directory made (a file that makes one is written alone)
+    calls.clear()
+    store.replace_many(keys, list(big))  # a list's values stay as they are: one call
+    assert calls == [4]
+    calls.clear()
+    store.replace_many(keys, (bytearray(v[::-1]) for v in big))  # each would be copied: alone
+    assert calls == [1] * 4
+    assert [bytes(store.get(k)) for k in keys] == big
 
 
 def test_deletes_and_repeated_keys_keep_their_order(store, both_ways):

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, CorruptDataError, ZarrkitError
-from ..scratch import SCRATCH_LIMIT, scratch
+from ..scratch import SCRATCH_LIMIT, scratch, whole_scratch
+from . import _runs
 from ._buffers import byte_view, nbytes
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
 from .registry import parse_codec
@@ -232,6 +233,17 @@ class CodecChain:
             raise CodecError(f"{self.bytes_bytes[0].name} codec: could not compress "
                              f"{self._many_size} bytes ({error})")
         return done, pos
+
+    def encode_many_transient(self, source: np.ndarray, fill: bytes | None
+                              ) -> tuple[memoryview, np.ndarray]:
+        """`encode_many_into` of all the chunks stacked in `source` into this thread's reused
+        buffer, which has room for them all: (their bytes one after another, valid until this
+        thread's next call; their sizes, -1 for a chunk of `fill`)."""
+        sizes = np.empty(len(source), np.int64)
+        dest = whole_scratch(len(source) * (self._many_size + _runs.MAX_OVERHEAD), "encoded-run")
+        done, pos = self.encode_many_into(source, fill, dest, 0, 0, sizes)
+        assert done == len(source), "a run's room holds each chunk with its overhead"
+        return dest[:pos], sizes
 
     def decode_into(self, data: Buffer, dest: memoryview) -> None:
         """Decode one stored chunk into `dest`: exactly spec.nbytes writable bytes, which receive

@@ -37,7 +37,7 @@ AVAILABLE = _fileio is not None and _openat2.AVAILABLE and \
 #: enough that a call's overhead is nothing next to its system calls, small enough to stay in a
 #: thread's reused buffer.
 BATCH_BYTES = 1 << 20
-#: Larger values are written on their own (`BatchWriter.add` refuses them).
+#: Larger values are written on their own unless they are kept as they are (`BatchWriter.add`).
 MAX_BATCHED_VALUE = BATCH_BYTES // 4
 #: A read that fails so is no value (a socket is no value, as a directory or FIFO is not).
 _MISSING = frozenset((errno.ENOENT, errno.ENOTDIR, errno.ENXIO))
@@ -118,7 +118,7 @@ class BatchWriter:
         kept = stable or type(value) is bytes
         view = byte_view(value)
         size = len(view)
-        if size > MAX_BATCHED_VALUE:
+        if size > MAX_BATCHED_VALUE and not kept:  # kept values cost the buffer nothing
             return False
         rel = key.rpartition("/")[0]
         if self._keys and (rel != self._rel or not kept and self._used + size > BATCH_BYTES):
