@@ -258,6 +258,28 @@ def test_outputs_ask_for_huge_pages_until_one_is_slow(monkeypatch, slow):
     assert small.shape == (10,)
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux /proc needed to look")
+def test_scratch_buffers_are_on_small_pages():
+    """A thread's scratch buffer is faulted in fresh once per process, only where it is used:
+    small pages (a fresh huge page the host has not backed costs 4x as much)."""
+    import threading
+
+    from zarrkit import scratch
+
+    found = []
+
+    def in_a_thread():
+        buf = np.frombuffer(scratch.whole_scratch(5 << 20, "test-small-pages"), np.uint8)
+        buf[::4096] = 1
+        inside = -(-buf.ctypes.data // (1 << 21)) * (1 << 21)  # a whole huge page's range
+        found.append(("nh" in _vm_flags(inside), int(buf[::4096].sum()) == len(buf[::4096])))
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    assert found == [(True, True)]
+
+
 @pytest.mark.parametrize("dtype", ["O", [("a", "<i4"), ("b", "<f8", (2,))], "M8[s]", "S7"])
 def test_fault_in_keeps_every_dtype_whole(monkeypatch, dtype):
     from zarrkit import scratch

@@ -691,7 +691,7 @@ def across_rows(items: list[Any], coords: Callable[[Any], tuple[int, ...]]) -> l
 
 #: Decoded bytes of side-by-side whole chunks one task of a write encodes by one call and stores
 #: by one batch, when the chain encodes runs (`_write_runs`).
-RUN_BYTES = 1 << 20
+RUN_BYTES = 2 << 20
 
 
 def _write_runs(arr: ChunkedArray, projections: list[ChunkProjection]
