@@ -313,6 +313,48 @@ def test_fault_in_touches_each_whole_huge_page_once_through_ctypes(monkeypatch):
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux /proc needed to look")
+@pytest.mark.parametrize("populate", [True, False])  # False: a kernel before 5.14 refuses it
+def test_small_pages_are_faulted_in_by_one_call_or_a_touch_each(monkeypatch, populate):
+    """After a slow huge page the rest of a piece goes on small pages, asked of the kernel by
+    one madvise (MADV_POPULATE_WRITE) where it can, else touched a page at a time."""
+    from zarrkit import scratch
+
+    if scratch._madvise_fn is None:
+        pytest.skip("no madvise here")
+    monkeypatch.setattr(scratch, "_huge", True)
+    monkeypatch.setattr(scratch, "SLOW_HUGE_PAGE", -1.0)  # the first huge page is slow
+    asked = []
+    real = scratch._madvise_fn
+    monkeypatch.setattr(scratch, "_madvise_fn", lambda at, size, advice: (
+        asked.append((at, size, advice)),
+        -1 if advice == scratch._MADV_POPULATE_WRITE and not populate else real(at, size, advice))[1])
+    out = scratch.empty((4 << 20,), np.dtype("uint16"), touch=False)  # 8 MiB
+    part = out[5:].view(np.uint8)
+    scratch.fault_in(part)
+    first = -(-part.ctypes.data // (1 << 21)) * (1 << 21) + (1 << 21)  # after the slow one
+    end = (part.ctypes.data + part.nbytes) // 4096 * 4096
+    assert asked[-2:] == [(first, end - first, scratch._MADV_NOHUGEPAGE),
+                          (first, end - first, scratch._MADV_POPULATE_WRITE)]
+    assert "nh" in _vm_flags(first)
+    rss = _rss_of(first, end)
+    assert rss >= end - first  # every small page is there, by either way
+
+
+def _rss_of(lo: int, hi: int) -> int:
+    """Bytes of the mappings overlapping [lo, hi) that are resident (from /proc/self/smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                a, b = (int(x, 16) for x in head.split("-"))
+                inside = a < hi and lo < b
+            elif inside and head == "Rss:":
+                total += int(line.split()[1]) * 1024
+    return total
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux /proc needed to look")
 @pytest.mark.parametrize("huge", [True, False])  # False: the kernel has huge pages turned off
 def test_reads_fall_back_to_small_pages_correctly(tmp_path, monkeypatch, huge):
     from zarrkit import scratch

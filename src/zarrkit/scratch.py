@@ -67,7 +67,7 @@ def _huge_pages_possible() -> bool:
         return False
 
 
-_MADV_HUGEPAGE, _MADV_NOHUGEPAGE = 14, 15  # Linux
+_MADV_HUGEPAGE, _MADV_NOHUGEPAGE, _MADV_POPULATE_WRITE = 14, 15, 23  # Linux
 _madvise_fn = _madvise()
 _huge = _madvise_fn is not None and _huge_pages_possible()
 _HUGE = 1 << 21
@@ -122,7 +122,7 @@ def fault_in(part: np.ndarray) -> None:
     addr = part.ctypes.data
     flat = part.view(np.uint8)
     if not _huge:  # small pages only
-        flat[-addr % mmap.PAGESIZE::mmap.PAGESIZE] = 0
+        _small_pages_in(flat, 0)
         return
     clock = time.perf_counter
     for offset in range(-addr % _HUGE, flat.size - _HUGE + 1, _HUGE):
@@ -133,5 +133,17 @@ def fault_in(part: np.ndarray) -> None:
             stop = (addr + flat.size) // mmap.PAGESIZE * mmap.PAGESIZE
             if stop > rest:
                 _madvise_fn(rest, stop - rest, _MADV_NOHUGEPAGE)  # type: ignore[misc]
-                flat[offset + _HUGE::mmap.PAGESIZE] = 0
+                _small_pages_in(flat, offset + _HUGE)
             return
+
+
+def _small_pages_in(flat: np.ndarray, offset: int) -> None:
+    """Fault in the pages of `flat[offset:]` (bytes) on small pages: by one call asking the
+    kernel to (MADV_POPULATE_WRITE, Linux 5.14), not a trap per page (128 MiB: 60-76 against
+    74-90 ms here), or else by a touch per page."""
+    addr = flat.ctypes.data
+    start = -(-(addr + offset) // mmap.PAGESIZE) * mmap.PAGESIZE
+    stop = (addr + flat.size) // mmap.PAGESIZE * mmap.PAGESIZE
+    if stop > start and _madvise_fn(start, stop - start, _MADV_POPULATE_WRITE) == 0:  # type: ignore[misc]
+        return
+    flat[start - addr::mmap.PAGESIZE] = 0
