@@ -184,11 +184,26 @@ def test_index_checksum_mismatch():
     ([[0, EMPTY], [8, 8], [16, 8], [24, 8]], 100),
     ([[EMPTY - 2, 8], [8, 8], [16, 8], [24, 8]], None),  # offset + nbytes overflows
     ([[0, 8], [8, 8], [16, 8], [24, 80]], 100),  # beyond the shard
+    ([[EMPTY, 0], [8, 8], [16, 8], [24, 8]], 100),  # an end that does not wrap, half empty
+    ([[EMPTY, 0], [8, 8], [16, 8], [24, 8]], None),
+    ([[EMPTY - 2, 8], [8, 8], [16, 8], [24, 8]], 100),
+    ([[0, 8], [8, 8], [16, 8], [24, 77]], 100),  # one byte beyond
 ])
 def test_bad_index_entries(entries, shard_size):
     c, _ = good_shard()
     with pytest.raises(CorruptDataError, match="inner chunk"):
         c.array_bytes.decode_index(with_index(c, entries), shard_size)
+
+
+@pytest.mark.parametrize("entries, shard_size", [
+    ([[0, 8], [8, 8], [16, 8], [24, 76]], 100),  # the last ends where the index begins
+    ([[EMPTY, EMPTY], [8, 8], [EMPTY, EMPTY], [24, 0]], 100),  # absent ones
+    ([[0, 8], [8, 8], [16, 8], [24, 8]], None),
+])
+def test_good_index_entries(entries, shard_size):
+    c, _ = good_shard()
+    index = c.array_bytes.decode_index(with_index(c, entries), shard_size)
+    assert index.reshape(-1, 2).tolist() == entries
 
 
 def test_index_of_wrong_length():

@@ -498,11 +498,16 @@ def test_replace_after_its_lock_file_was_deleted_locks_the_new_one(tmp_path, one
     store.set("a/c/0", b"")
     store.replace("a/c/0", b"0")  # opens the node's lock file and keeps it
     lock_file = root / "a" / ".zarrkit-locks" / "keys.lock"
-    old = lock_file.stat().st_ino
+    held = store._lock_files["a/"]._state[0]
+    assert os.path.samestat(os.fstat(held), lock_file.stat())
     shutil.rmtree(lock_file.parent)
     store.replace("a/c/0", b"1")
     store.replace("a/c/0", b"2")
-    assert store.get("a/c/0") == b"2" and lock_file.stat().st_ino != old
+    assert store.get("a/c/0") == b"2"
+    # The description held now is the file at the path (not the deleted one: an inode number
+    # alone could be the old one's again, once that was freed).
+    held = store._lock_files["a/"]._state[0]
+    assert os.fstat(held).st_nlink == 1 and os.path.samestat(os.fstat(held), lock_file.stat())
     assert one_calls == [True, False, True]
 
 
