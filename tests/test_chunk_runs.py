@@ -17,7 +17,7 @@ import zarrkit
 from zarrkit.codecs import _runs
 from zarrkit.codecs.base import ChunkSpec
 from zarrkit.codecs.chain import CodecChain
-from zarrkit.errors import CorruptDataError
+from zarrkit.errors import CodecError, CorruptDataError
 
 pytestmark = pytest.mark.skipif(None in (_runs.blosc_decoder, _runs.zstd_decoder, _runs.blosc_encoder),
                                 reason="the _many extension, c-blosc or libzstd is missing here")
@@ -416,3 +416,22 @@ def test_zstd_prefixes_are_decoded_alone_only_beyond_one_block():
                                       ChunkSpec((512, 256), np.dtype("uint16"), 0))
     assert not one_block.decodes_prefix
     assert two_blocks.decodes_prefix
+
+
+def test_a_run_that_stops_early_is_an_error_not_a_short_write(monkeypatch):
+    """`encode_many_transient` gives room for every chunk; should the call stop before the end
+    all the same, that is named, never returned as a shorter run."""
+    spec = ChunkSpec((16, 16), np.dtype("uint16"), np.uint16(0))
+    chain = CodecChain.from_json([{"name": "bytes"}, {"name": "blosc", "configuration": {
+        "cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2}}], spec)
+    assert chain.encodes_many
+    chunks = np.arange(3 * 256, dtype="uint16").reshape(3, 16, 16)
+    encoded, sizes = chain.encode_many_transient(chunks, None)
+    ends = np.cumsum(sizes)
+    decoded = [chain.decode(bytes(encoded[e - s:e])) for s, e in zip(sizes, ends, strict=True)]
+    assert np.array_equal(np.stack(decoded), chunks)
+    real = chain._many_encoder
+    monkeypatch.setattr(chain, "_many_encoder", lambda source, size, fill, dest, pos, first, out:
+                        (1, real(source, size, fill, dest, pos, first, out)[1], 0))
+    with pytest.raises(CodecError, match="run of 3 chunks stopped after 1"):
+        chain.encode_many_transient(chunks, None)

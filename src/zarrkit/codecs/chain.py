@@ -242,7 +242,9 @@ class CodecChain:
         sizes = np.empty(len(source), np.int64)
         dest = whole_scratch(len(source) * (self._many_size + _runs.MAX_OVERHEAD), "encoded-run")
         done, pos = self.encode_many_into(source, fill, dest, 0, 0, sizes)
-        assert done == len(source), "a run's room holds each chunk with its overhead"
+        if done != len(source):  # the room holds each chunk with its overhead: never so
+            raise CodecError(f"{self.bytes_bytes[0].name} codec: a run of {len(source)} chunks "
+                             f"stopped after {done} in room for all")
         return dest[:pos], sizes
 
     def decode_into(self, data: Buffer, dest: memoryview) -> None:

@@ -700,7 +700,7 @@ def _write_runs(arr: ChunkedArray, projections: list[ChunkProjection]
     to RUN_BYTES, when the chain encodes runs by one call and the store writes a batch by one
     call; a chunk on its own otherwise. Chunk by chunk, each thread handed the GIL over at
     each of a chunk's copy, compression and write: with two threads each hand-off is a wake-up
-    of the other (perf: futex and interpreter ~20% of an unsharded blosc write's CPU)."""
+    of the other (perf: futex and interpreter ~25% of an unsharded blosc write's CPU)."""
     if not (arr.chain.encodes_many and arr.store.batches_without_gil) or arr.dtype.hasobject:
         return [[p] for p in projections]
     per = max(1, RUN_BYTES // arr.chain.spec.nbytes)
