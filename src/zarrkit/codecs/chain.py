@@ -234,13 +234,17 @@ class CodecChain:
                              f"{self._many_size} bytes ({error})")
         return done, pos
 
+    def run_room(self, count: int) -> int:
+        """Bytes that `encode_many_into` needs to encode `count` chunks without stopping."""
+        return count * (self._many_size + _runs.MAX_OVERHEAD)
+
     def encode_many_transient(self, source: np.ndarray, fill: bytes | None
                               ) -> tuple[memoryview, np.ndarray]:
         """`encode_many_into` of all the chunks stacked in `source` into this thread's reused
         buffer, which has room for them all: (their bytes one after another, valid until this
         thread's next call; their sizes, -1 for a chunk of `fill`)."""
         sizes = np.empty(len(source), np.int64)
-        dest = whole_scratch(len(source) * (self._many_size + _runs.MAX_OVERHEAD), "encoded-run")
+        dest = whole_scratch(self.run_room(len(source)), "encoded-run")
         done, pos = self.encode_many_into(source, fill, dest, 0, 0, sizes)
         if done != len(source):  # the room holds each chunk with its overhead: never so
             raise CodecError(f"{self.bytes_bytes[0].name} codec: a run of {len(source)} chunks "

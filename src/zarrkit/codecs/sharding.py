@@ -16,7 +16,6 @@ import numpy as np
 from ..errors import CodecError, CorruptDataError
 from ..kvstore.base import ByteRange
 from ..scratch import SCRATCH_LIMIT, empty, trim_scratch, whole_scratch
-from . import _runs
 from ._buffers import byte_view, nbytes
 from ._config import check_members, get_choice, get_list, get_shape
 from .base import ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
@@ -250,7 +249,7 @@ class ShardingCodec(ArrayBytesCodec):
             (0, self.index_nbytes)
         # Room for the whole shard uncompressed, up to the size a thread keeps: then the buffer
         # is reused from shard to shard, and grows only for shards that compress badly.
-        room = start + count * (size + _runs.MAX_OVERHEAD) + tail
+        room = start + self.inner.run_room(count) + tail
         buf, pos = whole_scratch(min(room, max(SCRATCH_LIMIT, start + 2 * size + tail)),
                                  "shard"), start
         blocks = region.reshape(self._split).transpose(self._block_axes)

@@ -423,7 +423,6 @@ class FileStore(KvStore):
 
         return self._reading(key, (None, None, []), read)
 
-
     def exists(self, key: str) -> bool:
         return self.size(key) is not None
 
