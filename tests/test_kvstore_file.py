@@ -761,3 +761,26 @@ def test_root_replaced_while_open(store, root, strategy):
     assert store.get("k") is None
     store.set("k", b"again")
     assert (root / "k").read_bytes() == b"again" and store.get("k") == b"again"
+
+
+def test_delete_prefix_removes_a_directory_link_not_its_target(store, root):
+    # As `rm -r`: deleting a/ removes the links in it, never the keys they lead to elsewhere.
+    store.set("real/x", b"1")
+    store.set("a/own", b"2")
+    os.makedirs(root / "a" / "sub")
+    os.symlink(root / "real", root / "a" / "sub" / "dirlink")
+    os.symlink("../real/x", root / "a" / "filelink")
+    assert sorted(store.list_prefix("a/")) == ["a/filelink", "a/own", "a/sub/dirlink/x"]
+    store.delete_prefix("a/")
+    assert list(store.list_prefix("a/")) == []
+    assert not (root / "a").exists()
+    assert store.get("real/x") == b"1"
+    assert sorted(store.list_prefix("")) == ["real/x"]
+
+
+def test_delete_prefix_through_a_link_deletes_the_keys_named(store, root):
+    # The prefix itself names the link: its keys are what the caller asked to delete.
+    store.set("real/x", b"1")
+    os.symlink(root / "real", root / "alias")
+    store.delete_prefix("alias/")
+    assert store.get("real/x") is None

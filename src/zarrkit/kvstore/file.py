@@ -15,6 +15,8 @@ Key "a/b/c" is the file `<root>/a/b/c`. Design points:
   check-then-use race); without /proc, `os.path.realpath` before opening. Creating directories
   and listing use `realpath` (rare or already expensive operations). `exists` and `size` open
   with O_PATH where there is one: the same checks, without needing permission to read the value.
+  Links that stay inside the root are followed (reads, writes, listings), except by
+  `delete_prefix`, which removes a link to a directory itself, never the files it leads to.
 * `lock(key)` / `lock_shared(key)` combine a per-key thread lock with a lock between processes:
   on Linux an open-file-description lock on one byte (at a hash of the key's path below its
   node; consecutive bytes for consecutive chunk numbers, so `replace_many` locks a run of chunks
@@ -466,15 +468,19 @@ class FileStore(KvStore):
         return sorted(keys), sorted(dirs)
 
     def _walk(
-        self, path: str, key_prefix: str, real: str, seen: tuple[str, ...]
+        self, path: str, key_prefix: str, real: str, seen: tuple[str, ...],
+        links_as_keys: bool = False
     ) -> Iterator[str]:
-        """Keys below directory `path`; `real` is its resolved path, `seen` those of its parents."""
+        """Keys below directory `path`; `real` is its resolved path, `seen` those of its parents.
+        With `links_as_keys`, a link to a directory is yielded itself, not walked."""
         seen = (*seen, real)
         for name, kind, child_real in self._children(path, real, seen):
-            if kind == "file":
+            child = path + "/" + name
+            if kind == "file" or (links_as_keys and os.path.islink(child)):
                 yield key_prefix + name
             else:
-                yield from self._walk(path + "/" + name, key_prefix + name + "/", child_real, seen)
+                yield from self._walk(child, key_prefix + name + "/", child_real, seen,
+                                      links_as_keys)
 
     def _children(
         self, path: str, real: str, seen: tuple[str, ...]
@@ -697,7 +703,9 @@ class FileStore(KvStore):
         of the nodes deleted (the root and its lock directory always stay)."""
         self._check_writable(prefix or "<root>")
         top = self._prefix_dir(prefix)
-        for key in list(self.list_prefix(prefix)):
+        # A link to a directory of keys is deleted as one key: the link goes, never the files
+        # it leads to (as `rm -r` does), which may lie outside `prefix`.
+        for key in list(self._walk(top, prefix, os.path.realpath(top), (), links_as_keys=True)):
             self._delete(key)
         self._homes = {}  # the nodes deleted
         # Their lock files go below: forget the descriptions this store keeps of them (a node
