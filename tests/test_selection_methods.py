@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import zarrkit
-from zarrkit.errors import ReadOnlyError, SelectionError
+from zarrkit.errors import DataTypeError, ReadOnlyError, SelectionError
 
 zarr = pytest.importorskip("zarr")
 
@@ -331,11 +331,90 @@ def test_fields_errors(records):
     zk, _ = records
     with pytest.raises(SelectionError, match="'x'"):
         zk.get_basic_selection(fields="x")
-    with pytest.raises(SelectionError, match="not supported for writes"):
-        zk.set_basic_selection(0, 1, fields="a")
+    with pytest.raises(SelectionError, match="'x'"):
+        zk.set_basic_selection(0, 1, fields=["a", "x"])
+    with pytest.raises(SelectionError, match="shape"):
+        zk.set_basic_selection(slice(0, 2), [1, 2, 3], fields="a")
+    with pytest.raises(DataTypeError, match=r"fields \['a'\].*out of bounds"):
+        zk.set_basic_selection(0, 2**40, fields="a")
+    with pytest.raises(DataTypeError, match=r"fields \['a'\]"):
+        zk.set_basic_selection(0, np.zeros(5, [("x", "i4"), ("y", "i4")]), fields=["a"])
     with pytest.raises(SelectionError, match="structured"):
         zarrkit.create(None, shape=(3,), dtype="i4").get_basic_selection(fields="a")
     assert zk[0, 0]["a"] == 0  # the refused write wrote nothing
+
+
+# (zarrkit's selection, numpy's index of the same elements) per method; chunks are (4, 2).
+FIELD_WRITES = {
+    "basic": ((slice(1, 5), slice(None, None, 2)), (slice(1, 5), slice(None, None, 2))),
+    "orthogonal": (([0, 5, 2], [1, 4]), np.ix_([0, 5, 2], [1, 4])),
+    "coordinate": (([0, 5, 3], [1, 4, 0]), ([0, 5, 3], [1, 4, 0])),
+    "mask": (np.arange(30).reshape(6, 5) % 7 == 1, np.arange(30).reshape(6, 5) % 7 == 1),
+    "block": ((1, slice(0, 2)), (slice(4, 6), slice(0, 4))),
+}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_field_writes_keep_the_other_fields(records, method):
+    zk, data = records
+    sel, index = FIELD_WRITES[method]
+    write = getattr(zk, f"set_{method}_selection")
+    expected = data.copy()
+    write(sel, 99, fields="a")
+    expected["a"][index] = 99
+    same(zk[...], expected)
+    # Two fields, in an order of their own, from a structured value (by position, as numpy).
+    value = np.zeros(expected[index].shape, [("cc", "i2", (2,)), ("bb", "f8")])
+    value["cc"] = np.arange(value.size * 2).reshape(value.shape + (2,)) + 100
+    value["bb"] = -np.arange(value.size).reshape(value.shape)
+    write(sel, value, fields=["c", "b"])
+    expected["c"][index] = value["cc"]
+    expected["b"][index] = value["bb"]
+    same(zk[...], expected)
+    write(sel, [7, 8], fields="c")  # a sub-array field: its own axes last
+    expected["c"][index] = [7, 8]
+    same(zk[...], expected)
+
+
+def test_field_writes_read_by_zarr_python(tmp_path):
+    flat = np.dtype([("a", "i4"), ("b", "f8")])  # zarr-python reads no sub-array fields
+    data = np.zeros((6, 5), flat)
+    data["a"] = np.arange(30).reshape(6, 5)
+    zk = zarrkit.create(str(tmp_path / "r.zarr"), shape=data.shape, chunks=(4, 2), dtype=flat,
+                        zarr_format=2)
+    zk[...] = data
+    zk.set_orthogonal_selection(([1, 4], slice(None)), 2.5, fields="b")
+    data["b"][[1, 4]] = 2.5
+    same(zarr.open_array(str(tmp_path / "r.zarr"), mode="r")[...], data)
+
+
+def test_concurrent_writes_of_other_fields_are_not_lost(tmp_path):
+    # Each field write reads, changes and writes back whole chunks under their keys' locks:
+    # two threads writing different fields of the same chunks both keep what they wrote.
+    import threading
+
+    zk = zarrkit.create(str(tmp_path / "r.zarr"), shape=(4, 40), chunks=(4, 40), dtype=RECORD,
+                        zarr_format=2)
+
+    def fill(field, value):
+        for col in range(40):
+            zk.set_basic_selection((slice(None), col), value, fields=field)
+
+    threads = [threading.Thread(target=fill, args=args) for args in (("a", 5), ("b", 0.5))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    result = zk[...]
+    assert (result["a"] == 5).all() and (result["b"] == 0.5).all() and (result["c"] == 0).all()
+
+
+def test_field_writes_refused_read_only(records):
+    zk, data = records
+    ro = zarrkit.open_array(zk.store, mode="r")
+    with pytest.raises(ReadOnlyError):
+        ro.set_basic_selection(0, 1, fields="a")
+    same(zk[...], data)
 
 
 @pytest.mark.parametrize("method", METHODS)

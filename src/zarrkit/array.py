@@ -184,6 +184,36 @@ class Array(Node, SpecNode, SelectionMethods):
             self._follow_resize()
             self._write_planned(make_plan(), value)
 
+    def _set_fields(self, selection: Any, value: Any, names: list[str]) -> None:
+        """`self[selection] = value` for the fields `names` only (zarr-python's `fields=`)."""
+        self._write_fields(lambda: self._plan(selection), value, names)
+
+    def _write_fields(self, make_plan: Callable[[], Plan], value: Any, names: list[str]) -> None:
+        """`_write` of the fields `names` of the selected records; the others are kept."""
+        self._check_writable()
+        with self.store.lock_shared(guard.shape_lock_key(self.path)):
+            self._follow_resize()
+            plan = make_plan()
+            chunk_io.write_fields(self._engine, plan,
+                                  self._field_records(value, names, plan.out_shape), names)
+
+    def _field_records(self, value: Any, names: list[str], shape: tuple[int, ...]) -> np.ndarray:
+        """`value` as records of `shape` holding the fields `names` (in that order): a
+        structured value's fields by position, else the one field's values, cast as numpy
+        assigns them; its shape must broadcast to the selection's (SelectionError)."""
+        records = np.empty(shape, np.dtype([(n, self.dtype.fields[n][0]) for n in names]))
+        structured = getattr(value, "dtype", None) is not None and value.dtype.names is not None
+        # One field's records hold its sub-array axes (if any) after the selection's.
+        target = records[names[0]] if len(names) == 1 and not structured else records
+        try:
+            values = np.asarray(value) if structured else np.asarray(value, dtype=target.dtype)
+            values = _fitted(values, target.shape)
+            target[...] = values
+        except (TypeError, ValueError, OverflowError) as e:
+            raise DataTypeError(f"cannot write {_short(value)} to the fields {names} of array "
+                                f"{self.name}: {e}") from None
+        return records
+
     def _as_values(self, value: Any) -> np.ndarray:
         """`value` in the array's data type, cast as numpy assigns it: straight from Python
         objects (so a tuple is one structured element and an out-of-range integer is an error,
@@ -380,6 +410,10 @@ class _Indexer:
     def __setitem__(self, selection: Any, value: Any) -> None:
         a = self._array
         a._write(lambda: self._planner(selection, a.shape, a.chunks), value)
+
+    def _set_fields(self, selection: Any, value: Any, names: list[str]) -> None:
+        a = self._array
+        a._write_fields(lambda: self._planner(selection, a.shape, a.chunks), value, names)
 
 
 class ArrayInfo:

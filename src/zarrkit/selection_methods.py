@@ -21,8 +21,8 @@ Fields = str | Sequence[str]
 
 
 class SelectionMethods:
-    """Mixin of `Array`. Uses only `self[...]`, `oindex`, `vindex`, `shape`, `dtype`, `chunks`
-    and `shards`."""
+    """Mixin of `Array`. Uses only `self[...]`, `oindex`, `vindex`, `shape`, `dtype`, `chunks`,
+    `shards`, and `_set_fields` of the array and its indexers (writes with `fields=`)."""
 
     # -- reading ---------------------------------------------------------------------------------
     def get_basic_selection(self, selection: Any = Ellipsis, *, out: Any = None,
@@ -60,34 +60,40 @@ class SelectionMethods:
     def set_basic_selection(self, selection: Any, value: Any, *, fields: Fields | None = None,
                             prototype: Any = None) -> None:
         """Write integers, slices and `...` (no index arrays), as `array[selection] = value`."""
-        _check_write_options(fields, prototype)
-        self[_basic(selection)] = value
+        self._set(self, _basic(selection), value, fields, prototype)
 
     def set_orthogonal_selection(self, selection: Any, value: Any, *,
                                  fields: Fields | None = None, prototype: Any = None) -> None:
         """Write an outer selection, as `array.oindex[selection] = value`."""
-        _check_write_options(fields, prototype)
-        self.oindex[selection] = value
+        self._set(self.oindex, selection, value, fields, prototype)
 
     def set_coordinate_selection(self, selection: Any, value: Any, *,
                                  fields: Fields | None = None, prototype: Any = None) -> None:
         """Write points, one integer array per axis; `value` broadcasts to their shape."""
-        _check_write_options(fields, prototype)
-        self.vindex[_coordinates(selection, self.shape)] = value
+        self._set(self.vindex, _coordinates(selection, self.shape), value, fields, prototype)
 
     def set_mask_selection(self, mask: Any, value: Any, *, fields: Fields | None = None,
                            prototype: Any = None) -> None:
         """Write the elements where a boolean `mask` of the array's shape is True."""
-        _check_write_options(fields, prototype)
-        self.vindex[_mask(mask, self.shape)] = value
+        self._set(self.vindex, _mask(mask, self.shape), value, fields, prototype)
 
     def set_block_selection(self, selection: Any, value: Any, *, fields: Fields | None = None,
                             prototype: Any = None) -> None:
         """Write whole blocks of the chunk grid (shards when sharded)."""
-        _check_write_options(fields, prototype)
-        self[self._block_region(selection)] = value
+        self._set(self, self._block_region(selection), value, fields, prototype)
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _set(self, target: Any, selection: Any, value: Any, fields: Fields | None,
+             prototype: Any) -> None:
+        """`target[selection] = value` (target: the array or one of its indexers); with
+        `fields`, only those fields of the selected records are written, the others kept."""
+        _check_prototype(prototype)
+        if fields is None:
+            target[selection] = value
+            return
+        names = _field_names(self.dtype, fields)
+        target._set_fields(selection, value, [names] if isinstance(names, str) else names)
+
     def _get(self, read: Callable[[], Any], out: Any, fields: Fields | None,
              prototype: Any) -> Any:
         """Check the options before reading (a bad one costs no I/O), then apply them."""
@@ -210,15 +216,6 @@ def _check_prototype(prototype: Any) -> None:
     if prototype is not None:
         raise SelectionError("prototype= (zarr-python's buffer prototype) is not supported: "
                              "zarrkit reads into numpy arrays")
-
-
-def _check_write_options(fields: Fields | None, prototype: Any) -> None:
-    _check_prototype(prototype)
-    if fields is not None:
-        # A field write rewrites whole records: without a lock around the read and the write,
-        # a concurrent write of the other fields would be lost.
-        raise SelectionError("fields= is not supported for writes: read the records, change "
-                             "the field and write the records back")
 
 
 def _field_names(dtype: np.dtype, fields: Fields | None) -> str | list[str] | None:

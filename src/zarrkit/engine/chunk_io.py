@@ -20,7 +20,7 @@ import numpy as np
 from ..codecs._buffers import byte_view, nbytes
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
-from ..errors import CorruptDataError, StoreError
+from ..errors import CorruptDataError, SelectionError, StoreError
 from ..indexing import ChunkProjection, Plan
 from ..kvstore.base import Buffer, ByteRange, GenerationMismatch, KvStore
 from ..scratch import empty, fault_in, scratch
@@ -674,6 +674,23 @@ def write(arr: ChunkedArray, plan: Plan, value: Any) -> None:
         _forget_written(arr, plan)
 
 
+def write_fields(arr: ChunkedArray, plan: Plan, records: np.ndarray, names: list[str]) -> None:
+    """Set the fields `names` of the records in `plan` from `records` (those fields only, in
+    that order), keeping the others: each chunk is read, changed and written back under its
+    key's lock, as a chunk written in part is, so that a concurrent write of other fields is
+    not lost."""
+    if arr.sharding is not None:  # structured data types are Zarr v2's, which has no shards
+        raise SelectionError("fields= writes are not supported for sharded arrays")
+    value = plan.prepare_value(records)
+    if not plan.nitems:
+        return
+    try:
+        _run(arr, bounded(arr.copy_limit, lambda p: _update_chunk(
+            arr, p, value[p.out_selection], names)), list(plan))
+    finally:
+        _forget_written(arr, plan)
+
+
 def across_rows(items: list[Any], coords: Callable[[Any], tuple[int, ...]]) -> list[Any]:
     """`items` (chunks or shards to write, in C order) reordered down the columns of their
     grid, so that the threads, each taking the next, write into different directories of a
@@ -941,11 +958,16 @@ def _encoded(arr: ChunkedArray, chain: CodecChain, chunk: np.ndarray,
 
 
 def _merged(chain: CodecChain, old: Buffer | None, key: str, p: ChunkProjection,
-            region: np.ndarray, shape: tuple[int, ...], dtype: np.dtype, fill: Any) -> np.ndarray:
-    """A partly written chunk: the stored one (or the fill value) with `region` written in."""
+            region: np.ndarray, shape: tuple[int, ...], dtype: np.dtype, fill: Any,
+            names: list[str] | None = None) -> np.ndarray:
+    """A partly written chunk: the stored one (or the fill value) with `region` written in
+    (into the fields `names` only, when given)."""
     chunk = _full_chunk(shape, dtype, fill) if old is None else \
         np.array(decode_chunk(chain, old, key))
-    chunk[p.chunk_selection] = region
+    if names is None:
+        chunk[p.chunk_selection] = region
+    for name in names or ():  # one field's view takes any selection (numpy garbles other fields
+        chunk[name][p.chunk_selection] = region[name]  # when a multi-field view takes an index)
     return chunk
 
 
@@ -957,13 +979,19 @@ def _put(store: KvStore, key: str, data: Buffer | None) -> None:
 
 
 def _write_chunk(arr: ChunkedArray, p: ChunkProjection, region: np.ndarray) -> None:
-    key = arr.key(p.coords)
     if p.complete:  # nothing of the old chunk survives: no read
-        arr.store.replace(key, _whole_encoded(arr, p, region))
-        return
+        arr.store.replace(arr.key(p.coords), _whole_encoded(arr, p, region))
+    else:
+        _update_chunk(arr, p, region)
+
+
+def _update_chunk(arr: ChunkedArray, p: ChunkProjection, region: np.ndarray,
+                  names: list[str] | None = None) -> None:
+    """Read-modify-write of a chunk under the store's lock for its key (`_merged`)."""
+    key = arr.key(p.coords)
     with arr.store.lock(key):
         chunk = _merged(arr.chain, arr.store.get(key), key, p, region, arr.chunk_shape,
-                        arr.dtype, arr.fill_value)
+                        arr.dtype, arr.fill_value, names)
         _put(arr.store, key, _encoded(arr, arr.chain, chunk, transient=True))
 
 
