@@ -179,13 +179,24 @@ def test_true_scalar_and_new_axis_reads_hold_no_coordinates_per_element():
 
 
 def test_a_point_selection_too_large_to_list_is_a_selection_error():
-    """Several index arrays among slices list every selected element's coordinates: over a
-    huge axis that is a MemoryError from numpy, now a SelectionError saying what to do."""
+    """Index arrays that broadcast to more points than memory holds: a MemoryError from
+    numpy, now a SelectionError saying what to do."""
     from zarrkit.errors import SelectionError
 
-    z = zarrkit.create(MemoryStore(), shape=(2, 10**12, 2), dtype="u1", chunks=(1, 10**6, 1))
+    z = zarrkit.create(MemoryStore(), shape=(2, 10**6, 10**6), dtype="u1", chunks=(1, 10**3, 10**3))
+    rows, cols = np.arange(10**6)[:, None], np.arange(10**6)[None, :]  # 10**12 points
     with pytest.raises(SelectionError, match="too many elements to list as points"):
-        z[[0, 1], :, [0, 1]]
-    with pytest.raises(SelectionError, match="too many elements"):
-        z[[0, 1], :, [0, 1]] = 3
+        z[0, rows, cols]
     assert z[[0, 1], 5:7, [0, 1]].tolist() == [[0, 0], [0, 0]]
+
+
+def test_a_result_too_large_for_memory_is_a_selection_error():
+    """Index arrays among slices plan points over their own axes only, so the plan fits; the
+    result of 2 * 10**12 elements does not: a SelectionError, not numpy's MemoryError."""
+    from zarrkit.errors import SelectionError
+
+    z = zarrkit.create(MemoryStore(), shape=(2, 10**12, 2), dtype="u1", chunks=(1, 10**9, 1))
+    with pytest.raises(SelectionError, match="does not fit in memory"):
+        z[[0, 1], :, [0, 1]]
+    with pytest.raises(SelectionError, match="does not fit in memory"):
+        z[...]

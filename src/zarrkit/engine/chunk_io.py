@@ -146,7 +146,12 @@ def _chunk_from_value(p: ChunkProjection, region: np.ndarray, chunk_shape: tuple
 # -- reading ----------------------------------------------------------------------------------
 
 def read(arr: ChunkedArray, plan: Plan) -> np.ndarray:
-    out = empty(plan.buffer_shape, arr.dtype, touch=False)
+    try:
+        out = empty(plan.buffer_shape, arr.dtype, touch=False)
+    except MemoryError:
+        raise SelectionError(f"the selection's result ({math.prod(plan.buffer_shape)} elements "
+                             f"of {arr.dtype}) does not fit in memory: read it in parts"
+                             ) from None
     _fault_in(out, arr.copy_limit)  # every element is written below: chunk data or fill value
     if plan.nitems:
         if arr.sharding is not None:
