@@ -12,16 +12,24 @@ with _warnings.catch_warnings(record=True):
 from .api import (
     array,
     create,
+    create_array,
+    create_group,
     empty,
+    empty_like,
     full,
+    full_like,
     group,
     load,
     ones,
+    ones_like,
     open,
     open_array,
+    open_consolidated,
     open_group,
     save,
+    tree,
     zeros,
+    zeros_like,
 )
 from .array import Array
 from .consolidated import consolidate_metadata
@@ -62,7 +70,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Array", "Group", "open", "open_array", "open_group", "group", "create", "array", "full",
-    "zeros", "ones", "empty", "load", "save", "ZarrkitError", "MetadataError", "DataTypeError",
+    "zeros", "ones", "empty", "load", "save", "open_consolidated", "create_group", "create_array",
+    "zeros_like", "ones_like", "full_like", "empty_like", "tree",
+    "ZarrkitError", "MetadataError", "DataTypeError",
     "CodecError", "CorruptDataError", "ChecksumError", "NodeNotFoundError", "NodeExistsError",
     "NodeTypeError", "InvalidNameError", "SelectionError", "StoreError", "InvalidKeyError", "InvalidValueError",
     "ReadOnlyError", "SpecError", "CopyRequiredError",

@@ -9,11 +9,10 @@ import numpy as np
 
 from . import formats, storage
 from .array import Array
-from .creation import check_existing, create_array_at
-from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError, ZarrkitError
+from .creation import check_existing, create_array_at, digit_fill, full_like_kwargs, like
+from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
 from .group import Group, create_group_at, finished_node, open_node
 from .kvstore import KvStore, ZipStore, close_opened, open_kvstore
-from .metadata.data_type import DataType
 from .metadata.names import normalize_path
 
 _MODES = ("r", "r+", "a", "w", "w-")
@@ -255,27 +254,79 @@ def full(where: Any = None, shape: Any = None, fill_value: Any = 0, **kwargs: An
 
 
 def zeros(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
-    return create(where, shape, fill_value=_digit(0, kwargs.get("dtype", "float64")), **kwargs)
+    return create(where, shape, fill_value=digit_fill(0, kwargs.get("dtype", "float64")), **kwargs)
 
 
 def ones(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
-    return create(where, shape, fill_value=_digit(1, kwargs.get("dtype", "float64")), **kwargs)
-
-
-def _digit(digit: int, dtype: Any) -> Any:
-    """The fill of zeros/ones: the number, or for the text and bytes types the digit as text
-    (as zarr-python; a number is no fill value of theirs)."""
-    try:
-        kind = DataType.parse(dtype).kind
-    except ZarrkitError:
-        return digit  # create names the bad data type
-    if kind in ("str", "vlen_str"):
-        return str(digit)
-    return str(digit).encode() if kind in ("bytes", "vlen_bytes") else digit
+    return create(where, shape, fill_value=digit_fill(1, kwargs.get("dtype", "float64")), **kwargs)
 
 
 def empty(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
     return create(where, shape, **kwargs)
+
+
+def zeros_like(a: Any, where: Any = None, **kwargs: Any) -> Array:
+    """`zeros` with the shape, data type and chunks of `a` unless given."""
+    return zeros(where, **like(a, kwargs))
+
+
+def ones_like(a: Any, where: Any = None, **kwargs: Any) -> Array:
+    return ones(where, **like(a, kwargs))
+
+
+def full_like(a: Any, where: Any = None, **kwargs: Any) -> Array:
+    """`full` like `a`; the fill value defaults to that of `a` if it is a zarrkit Array."""
+    return full(where, **full_like_kwargs(a, kwargs))
+
+
+def empty_like(a: Any, where: Any = None, **kwargs: Any) -> Array:
+    """`empty` like `a`, with its fill value too if it is a zarrkit Array."""
+    return empty(where, **like(a, kwargs, fill=True))
+
+
+def create_group(where: Any = None, *, path: str | None = None, overwrite: bool = False,
+                 attributes: dict[str, Any] | None = None, zarr_format: int | None = None,
+                 storage_options: dict[str, Any] | None = None) -> Group:
+    """A new group; NodeExistsError if a node is there, unless `overwrite` (unlike `group`,
+    which opens it)."""
+    return open_group(where, "w" if overwrite else "w-", path=path, attributes=attributes,
+                      zarr_format=zarr_format, storage_options=storage_options)
+
+
+def create_array(where: Any = None, *, name: str | None = None, shape: Any = None,
+                 dtype: Any = None, data: Any = None, **kwargs: Any) -> Array:
+    """A new array at `name` below `where` (as `path=` elsewhere); NodeExistsError if a node
+    is there, unless `overwrite=True`. `data` gives the shape, data type and values at once,
+    so it excludes `shape` and `dtype`. Other keywords as for `create`."""
+    if data is not None:
+        given = [k for k, v in (("shape", shape), ("dtype", dtype)) if v is not None]
+        if given:
+            raise SpecError(f"create_array takes data= or {' and '.join(given)}=, not both: "
+                            "the data decides them")
+        return array(data, where, path=name, **kwargs)
+    if shape is None or dtype is None:
+        raise SpecError("create_array needs shape= and dtype= (or data=)")
+    return create(where, shape, dtype, path=name, **kwargs)
+
+
+def open_consolidated(where: Any = None, mode: str = "r", **kwargs: Any) -> Group:
+    """`open_group` requiring consolidated metadata (MetadataError if the group has none), so
+    members are never listed from the store. Opens existing groups only: mode "a" acts as
+    "r+", and "w"/"w-" are refused, since a group created now would have none."""
+    if kwargs.pop("use_consolidated", True) is not True:
+        raise SpecError("open_consolidated always uses consolidated metadata; call open_group "
+                        "with use_consolidated=False to do without")
+    if mode in ("w", "w-"):
+        raise SpecError(f"open_consolidated opens an existing group; mode {mode!r} would create "
+                        "one without consolidated metadata")
+    return open_group(where, "r+" if mode == "a" else mode, use_consolidated=True, **kwargs)
+
+
+def tree(group: Group, level: int | None = None) -> str:
+    """`group.tree(level)`, as zarr-python's function."""
+    if not isinstance(group, Group):
+        raise NodeTypeError(f"tree shows a group's hierarchy; got {type(group).__name__}")
+    return group.tree(level)
 
 
 def load(where: Any, path: str | None = None) -> np.ndarray:
@@ -297,5 +348,6 @@ def save(where: Any, data: Any, **kwargs: Any) -> Array:
     return node
 
 
-__all__ = ["open", "open_array", "open_group", "group", "create", "array", "full", "zeros",
-           "ones", "empty", "load", "save", "NodeNotFoundError"]
+__all__ = ["open", "open_array", "open_group", "open_consolidated", "group", "create_group",
+           "create", "create_array", "array", "full", "zeros", "ones", "empty", "full_like",
+           "zeros_like", "ones_like", "empty_like", "tree", "load", "save", "NodeNotFoundError"]

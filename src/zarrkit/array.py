@@ -12,6 +12,9 @@ import numpy as np
 from . import _resize_guard as guard
 from . import formats, storage
 from .attributes import Attributes
+from .codecs.base import ArrayBytesCodec
+from .codecs.chain import CodecChain
+from .codecs.numcodecs_v2 import V2ChunkCodec
 from .engine import chunk_io
 from .errors import (
     DataTypeError,
@@ -110,7 +113,40 @@ class Array(Node, SpecNode, SelectionMethods):
     def dimension_names(self) -> tuple[str | None, ...] | None:
         return self._metadata.dimension_names
 
+    @property
+    def cdata_shape(self) -> tuple[int, ...]:
+        """Chunks per dimension, counting the inner chunks of a sharded array as zarr-python
+        3.1 does (so their product can exceed `nchunks`, which counts the shards stored)."""
+        return tuple(-(-s // c) for s, c in zip(self.shape, self.chunks, strict=True))
 
+    # The codecs in zarr-python's terms: of a sharded array those of its inner chunks (what a
+    # user chose: the sharding codec only wraps them); of a v2 array its numcodecs objects.
+    @property
+    def filters(self) -> tuple[Any, ...]:
+        """The array->array codecs run before serializing (v2: the filters)."""
+        v2 = self._v2_codec()
+        return v2.filters if v2 is not None else self._chunk_codecs().array_array
+
+    @property
+    def serializer(self) -> ArrayBytesCodec | None:
+        """The array->bytes codec; None for v2, whose chunks have no such separate step."""
+        return None if self._v2_codec() is not None else self._chunk_codecs().array_bytes
+
+    @property
+    def compressors(self) -> tuple[Any, ...]:
+        """The bytes->bytes codecs run after serializing (v2: the compressor, if any)."""
+        v2 = self._v2_codec()
+        if v2 is not None:
+            return () if v2.compressor is None else (v2.compressor,)
+        return self._chunk_codecs().bytes_bytes
+
+    def _v2_codec(self) -> V2ChunkCodec | None:
+        codec = self._metadata.codec_chain.array_bytes
+        return codec if isinstance(codec, V2ChunkCodec) else None
+
+    def _chunk_codecs(self) -> CodecChain:
+        sharding = self._engine.sharding
+        return sharding.inner if sharding is not None else self._metadata.codec_chain
 
     @property
     def nchunks(self) -> int:
@@ -136,6 +172,11 @@ class Array(Node, SpecNode, SelectionMethods):
             storage.write_attributes(self.store, self.path, updated)
         self._set_metadata(updated)
         return attrs
+
+    def update_attributes(self, new_attributes: dict[str, Any]) -> Array:
+        """`attrs.update(new_attributes)` (zarr-python's name), returning the array to chain."""
+        self.attrs.update(new_attributes)
+        return self
 
     def __repr__(self) -> str:
         return f"<zarrkit.Array {self.name} shape={self.shape} dtype={self.dtype}>"

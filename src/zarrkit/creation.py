@@ -17,7 +17,14 @@ from . import storage
 from .array import Array
 from .codecs.base import Codec
 from .codecs.vlen import UNENCODABLE, first_unencodable
-from .errors import CodecError, DataTypeError, MetadataError, NodeExistsError, SpecError
+from .errors import (
+    CodecError,
+    DataTypeError,
+    MetadataError,
+    NodeExistsError,
+    SpecError,
+    ZarrkitError,
+)
 from .kvstore.base import KvStore
 from .metadata.data_type import DataType
 from .metadata.names import normalize_path
@@ -308,3 +315,44 @@ def create_array_from_metadata(store: KvStore, path: str, metadata: ArrayMetadat
         storage.delete_node(store, path)
     storage.write_metadata(store, path, metadata)
     return Array(store, path, metadata, write_empty_chunks=write_empty_chunks)
+
+
+def digit_fill(digit: int, dtype: Any) -> Any:
+    """The fill of zeros/ones: the number, or for the text and bytes types the digit as text
+    (as zarr-python; a number is no fill value of theirs)."""
+    try:
+        kind = DataType.parse(dtype).kind
+    except ZarrkitError:
+        return digit  # creating names the bad data type
+    if kind in ("str", "vlen_str"):
+        return str(digit)
+    return str(digit).encode() if kind in ("bytes", "vlen_bytes") else digit
+
+
+def like(data: Any, kwargs: dict[str, Any], *, fill: bool = False) -> dict[str, Any]:
+    """Creation keywords for an array like `data` (an array, or values numpy takes): its
+    shape, data type and, of a chunked array, its chunks; with `fill`, a zarrkit Array's fill
+    value too (zarr-python's empty_like and full_like); `kwargs` take precedence. Chunks of
+    another rank than a given shape are left out, not an error of the caller's."""
+    if not hasattr(data, "shape") or not hasattr(data, "dtype"):
+        data = np.asarray(data)
+    shape = tuple(data.shape)
+    found: dict[str, Any] = {"shape": shape, "dtype": data.dtype}
+    given = kwargs.get("shape", shape)
+    rank = len(given) if isinstance(given, tuple | list) else 1  # an int is a 1-d shape
+    chunks = getattr(data, "chunks", None)  # dask's (tuples of block sizes) do not qualify
+    if isinstance(chunks, tuple) and all(isinstance(c, int) for c in chunks) \
+            and len(chunks) == rank:
+        found["chunks"] = chunks
+    if fill and isinstance(data, Array):
+        found["fill_value"] = data.fill_value
+    return found | kwargs
+
+
+def full_like_kwargs(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`like` for `full`, which needs a fill value: given, or that of a zarrkit Array."""
+    found = like(data, kwargs, fill=True)
+    if "fill_value" not in found:
+        raise SpecError("full_like needs fill_value= unless the data is a zarrkit Array, "
+                        "whose fill value is then used")
+    return found

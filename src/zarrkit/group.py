@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from . import formats, storage
 from .array import Array
 from .attributes import Attributes
-from .creation import check_existing, create_array_at
+from .creation import check_existing, create_array_at, digit_fill, full_like_kwargs, like
 from .errors import (
     InvalidKeyError,
     InvalidNameError,
@@ -17,6 +18,7 @@ from .errors import (
     NodeNotFoundError,
     NodeTypeError,
     ReadOnlyError,
+    SpecError,
 )
 from .kvstore import finish_opened
 from .kvstore.base import KvStore
@@ -59,6 +61,11 @@ class Group(Node, Mapping[str, Any]):
             storage.write_attributes(self.store, self.path, updated)
         self._metadata = updated
         return attrs
+
+    def update_attributes(self, new_attributes: dict[str, Any]) -> Group:
+        """`attrs.update(new_attributes)` (zarr-python's name), returning the group to chain."""
+        self.attrs.update(new_attributes)
+        return self
 
     def __repr__(self) -> str:
         return f"<zarrkit.Group {self.name}>"
@@ -135,8 +142,23 @@ class Group(Node, Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self.keys())
 
-    def members(self) -> list[tuple[str, Array | Group]]:
-        return [(k, self[k]) for k in self.keys()]
+    def members(self, max_depth: int | None = 0) -> list[tuple[str, Array | Group]]:
+        """(path relative to this group, node) of the children and, as zarr-python, of the
+        descendants up to `max_depth` levels below them (None: all), each group followed by
+        its own. Read from consolidated metadata, when the group was opened with it."""
+        depth = _checked_depth(max_depth)
+        found: list[tuple[str, Array | Group]] = []
+        for key in self.keys():
+            node = self[key]
+            found.append((key, node))
+            if isinstance(node, Group) and depth != 0:
+                below = node.members(None if depth is None else depth - 1)
+                found += [(f"{key}/{path}", child) for path, child in below]
+        return found
+
+    def nmembers(self, max_depth: int | None = 0) -> int:
+        """How many nodes `members(max_depth)` lists."""
+        return len(self.members(max_depth))
 
     def arrays(self) -> list[tuple[str, Array]]:
         return [(k, v) for k, v in self.members() if isinstance(v, Array)]
@@ -149,6 +171,12 @@ class Group(Node, Mapping[str, Any]):
 
     def group_keys(self) -> list[str]:
         return [k for k, _ in self.groups()]
+
+    def array_values(self) -> Iterator[Array]:
+        return (v for _, v in self.arrays())
+
+    def group_values(self) -> Iterator[Group]:
+        return (v for _, v in self.groups())
 
     # -- creating children -----------------------------------------------------------------------
     def _check_writable(self) -> None:
@@ -201,6 +229,38 @@ class Group(Node, Mapping[str, Any]):
         kwargs.setdefault("zarr_format", self.zarr_format)
         return create_array_at(self.store, self._child_path(name), **kwargs)
 
+    def zeros(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        """An array member whose unwritten elements read as 0."""
+        fill = digit_fill(0, kwargs.get("dtype", "float64"))
+        return self.create_array(name, shape=shape, fill_value=fill, **kwargs)
+
+    def ones(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        """An array member whose unwritten elements read as 1."""
+        fill = digit_fill(1, kwargs.get("dtype", "float64"))
+        return self.create_array(name, shape=shape, fill_value=fill, **kwargs)
+
+    def full(self, *, name: str, shape: Any, fill_value: Any, **kwargs: Any) -> Array:
+        return self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
+
+    def empty(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        """An array member with the default fill value: nothing is written either way."""
+        return self.create_array(name, shape=shape, **kwargs)
+
+    def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        """`zeros` with the shape, data type and chunks of `data` unless given."""
+        return self.zeros(name=name, **like(data, kwargs))
+
+    def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        return self.ones(name=name, **like(data, kwargs))
+
+    def full_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        """`full` like `data`; the fill value defaults to that of `data` if it is an array."""
+        return self.full(name=name, **full_like_kwargs(data, kwargs))
+
+    def empty_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        """`empty` like `data`, with its fill value too if it is a zarrkit Array."""
+        return self.empty(name=name, **like(data, kwargs, fill=True))
+
     def __delitem__(self, name: str) -> None:
         self._check_writable()
         path = self._child_path(name)
@@ -215,6 +275,18 @@ class Group(Node, Mapping[str, Any]):
         lines = [self.name if self.path else "/"]
         _tree_lines(self, "", level, lines)
         return "\n".join(lines)
+
+
+def _checked_depth(max_depth: Any) -> int | None:
+    if max_depth is None:
+        return None
+    try:
+        depth = operator.index(max_depth)
+    except TypeError:
+        depth = -1
+    if depth < 0:
+        raise SpecError(f"max_depth must be None or an integer >= 0; got {max_depth!r}")
+    return depth
 
 
 def _validate_names(name: str) -> None:
