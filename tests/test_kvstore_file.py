@@ -784,3 +784,15 @@ def test_delete_prefix_through_a_link_deletes_the_keys_named(store, root):
     os.symlink(root / "real", root / "alias")
     store.delete_prefix("alias/")
     assert store.get("real/x") is None
+
+
+def test_list_dir_hides_a_link_back_to_a_directory_above(store, root):
+    # Walking a hierarchy down by listings must end: s/t/up -> s is no child of s/t.
+    store.set("s/t/x", b"1")
+    store.set("s/y", b"2")
+    os.symlink(root / "s", root / "s" / "t" / "up")
+    os.symlink(root, root / "s" / "t" / "top")
+    os.symlink(root / "s" / "t", root / "s" / "side")  # not above s: a child like any other
+    assert store.list_dir("s/t/") == (["x"], [])
+    assert store.list_dir("s/") == (["y"], ["side", "t"])
+    assert sorted(store.list_prefix("s/")) == ["s/side/x", "s/t/x", "s/y"]

@@ -427,3 +427,13 @@ def test_tree(tmp_path):
     assert "z" in zarrkit.tree(g) and "z" not in zarrkit.tree(g, level=2)
     with pytest.raises(NodeTypeError):
         zarrkit.tree(g["a"])
+
+
+def test_members_of_all_depths_end_at_a_link_back_up(tmp_path):
+    import os
+
+    _hierarchy(tmp_path)
+    os.symlink(tmp_path / "s", tmp_path / "s" / "t" / "loop")  # s/t/loop -> s
+    g = zarrkit.open_group(tmp_path, mode="r")
+    keys = [k for k, _ in g.members(None)]
+    assert "s/t/loop" not in keys and "s/t/u/z" in keys

@@ -458,12 +458,16 @@ class FileStore(KvStore):
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         top = self._prefix_dir(prefix)
         real_top = os.path.realpath(top)
+        # A link back to a directory above is no child: walking the hierarchy down by listings
+        # (Group.members(max_depth=None)) would never end, as `list_prefix` would not.
+        seen = tuple(real_top[:i] for i in range(len(self._real_root), len(real_top))
+                     if real_top[i] == "/") + (real_top,)
         keys: list[str] = []
         dirs: list[str] = []
-        for name, kind, real in self._children(top, real_top, ()):
+        for name, kind, real in self._children(top, real_top, seen):
             if kind == "file":
                 keys.append(name)
-            elif next(self._walk(top + "/" + name, "", real, (real_top,)), None) is not None:
+            elif next(self._walk(top + "/" + name, "", real, seen), None) is not None:
                 dirs.append(name)  # only directories that hold at least one key
         return sorted(keys), sorted(dirs)
 
