@@ -272,3 +272,42 @@ def test_group_hierarchy(any_store):
         root.create_group("__bad")
     with pytest.raises(zarrkit.InvalidNameError):
         root["../up"]
+
+
+# -- iteration --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape, chunks, shards", [
+    ((17,), (5,), None), ((10, 7), (4, 3), None), ((9, 4, 3), (2, 4, 2), None),
+    ((10, 7), (2, 3), (4, 6)),
+])
+def test_iteration_yields_what_numpy_yields(shape, chunks, shards):
+    data = np.arange(int(np.prod(shape)), dtype="i4").reshape(shape)
+    z = zarrkit.create(None, shape=shape, chunks=chunks, shards=shards, dtype="i4")
+    z[...] = data
+    got, expected = list(z), list(data)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        assert np.shape(g) == np.shape(e) and np.asarray(g).dtype == e.dtype
+        np.testing.assert_array_equal(g, e)
+    for start, end in [(3, 9), (-4, None), (None, 2), (6, 6), (8, 3), (0, 100)]:
+        sliced = list(z.islice(start, end))
+        np.testing.assert_array_equal(np.asarray(sliced).reshape((-1,) + shape[1:]),
+                                      data[start:end])
+
+
+def test_iteration_reads_each_chunk_once(counting_store):
+    z = zarrkit.create(counting_store, shape=(40, 6), chunks=(10, 3), dtype="i2")
+    z[...] = 1
+    counting_store.gets.clear()
+    assert sum(int(row.sum()) for row in z) == 240
+    keys = [key for key, _ in counting_store.gets]
+    assert sorted(keys) == sorted(set(keys)) and len(keys) == 8  # row by row: 80 reads
+
+
+def test_a_0d_array_has_no_length_nor_iteration():
+    z = zarrkit.create(None, shape=(), dtype="i4")
+    for action in (len, iter, lambda a: a.islice()):
+        with pytest.raises(zarrkit.NodeTypeError, match="0-d"):
+            action(z)
+        with pytest.raises(TypeError):  # as numpy's
+            action(z)

@@ -92,8 +92,28 @@ class Array(Node, SpecNode, SelectionMethods):
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d array")
+            raise NodeTypeError(f"len() of a 0-d array ({self.name})")
         return self.shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        """The elements along the first axis, as numpy yields them (`islice()`)."""
+        return self.islice()
+
+    def islice(self, start: int | None = None, end: int | None = None) -> Iterator[Any]:
+        """`self[i]` for i in range(start, end) (zarr-python 2's name), read one block of
+        rows a chunk high at a time: row by row, each row's chunks were read and decoded again
+        for every row they hold (2000 rows of 100-row chunks: 1.3 s against 20 ms)."""
+        if not self.shape:
+            raise NodeTypeError(f"iteration over a 0-d array ({self.name})")
+        first, stop, _ = slice(start, end).indices(self.shape[0])
+        return self._rows(first, stop)
+
+    def _rows(self, first: int, stop: int) -> Iterator[Any]:
+        height = self.chunks[0]
+        while first < stop:
+            end = min(stop, (first // height + 1) * height)
+            yield from self[first:end]
+            first = end
 
     @property
     def chunks(self) -> tuple[int, ...]:
