@@ -269,6 +269,22 @@ def test_errors_name_what_is_wrong(sel, message):
     np.testing.assert_array_equal(a[...], data)
 
 
+@pytest.mark.parametrize("index", ["getitem", "oindex", "vindex"])
+def test_a_ragged_index_list_is_a_selection_error(index):
+    """numpy's ValueError for a list it cannot make an array of, named as a SelectionError."""
+    a, data = _filled(S3, (2, 2, 2))
+    ragged = [[0, 1], [2]]
+    with pytest.raises(ValueError):
+        np.asarray(ragged)
+    target = a if index == "getitem" else getattr(a, index)
+    sel = (ragged, [0, 1], [1, 2]) if index == "vindex" else (ragged, slice(None))
+    with pytest.raises(SelectionError, match=r"index \[\[0, 1\], \[2\]\] is not an array"):
+        target[sel]
+    with pytest.raises(SelectionError, match="is not an array of indices"):
+        target[sel] = 0
+    np.testing.assert_array_equal(a[...], data)
+
+
 # -- random mixed selections ------------------------------------------------------------------
 
 @st.composite

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import reprlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -135,6 +136,15 @@ def _array_dim(index: np.ndarray, size: int, chunk: int, axis: int) -> _Dim:
         complete = ascending and e - s == c_len
         parts.append(_DimPart(c, within, out_sel, complete))
     return _Dim(parts, n, is_array=True)
+
+
+def _index_array(index: Any) -> np.ndarray:
+    """`np.asarray(index)`; a ragged list of indices (numpy's ValueError) is a SelectionError."""
+    try:
+        return np.asarray(index)
+    except ValueError as e:
+        raise SelectionError(f"index {reprlib.repr(index)} is not an array of indices: {e}"
+                             ) from None
 
 
 def _as_int_index(index: Any, size: int, axis: int) -> np.ndarray:
@@ -403,7 +413,7 @@ def orthogonal_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, .
         elif is_int(s):
             dims.append(_int_dim(s, size, chunk, axis))
         elif isinstance(s, list | np.ndarray):
-            dims.append(_array_dim(np.asarray(s), size, chunk, axis))
+            dims.append(_array_dim(_index_array(s), size, chunk, axis))
         else:
             raise SelectionError(f"unsupported orthogonal index {s!r} for axis {axis}")
     final = tuple(d.out_len for d in dims if d.out_len is not None)
@@ -418,7 +428,7 @@ def numpy_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) 
     # a tuple of types, built once: a union built per element cost the basic path ~0.7 us
     if not any(isinstance(s, _ADVANCED) for s in sel):
         return basic_plan(sel, shape, chunks)
-    sel = tuple(np.asarray(s) if isinstance(s, _ADVANCED) else s for s in sel)
+    sel = tuple(_index_array(s) if isinstance(s, _ADVANCED) else s for s in sel)
     arrays = [s for s in sel if isinstance(s, np.ndarray)]
     if len(sel) == 1 and arrays[0].dtype == bool \
             and arrays[0].ndim == len(shape) != 1:  # a mask of the n-d or 0-d array
@@ -462,7 +472,7 @@ _ARRAY_LIKE = (list, tuple, range, bool, np.bool_)
 
 
 def _with_arrays(sel: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(np.asarray(s) if isinstance(s, _ARRAY_LIKE) else s for s in sel)
+    return tuple(_index_array(s) if isinstance(s, _ARRAY_LIKE) else s for s in sel)
 
 
 def _true_scalars_plan(selection: tuple[Any, ...], shape: tuple[int, ...],
@@ -526,8 +536,8 @@ def vectorized_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, .
 
 def _vectorized_plan(sel: tuple[Any, ...], shape: tuple[int, ...],
                      chunks: tuple[int, ...]) -> Plan:
-    if len(sel) == 1 and np.asarray(sel[0]).dtype == bool:
-        mask = np.asarray(sel[0])
+    if len(sel) == 1 and _index_array(sel[0]).dtype == bool:
+        mask = _index_array(sel[0])
         if mask.shape != tuple(shape):
             raise SelectionError(
                 f"boolean mask has shape {mask.shape}, expected the array's shape {tuple(shape)}")
@@ -543,7 +553,7 @@ def _vectorized_plan(sel: tuple[Any, ...], shape: tuple[int, ...],
     for axis, s in enumerate(sel):
         if isinstance(s, slice):
             raise SelectionError("slices are not supported in vectorized selections; use oindex")
-        arrays.append(np.asarray(_as_int_index(np.asarray(s), shape[axis], axis)))
+        arrays.append(np.asarray(_as_int_index(_index_array(s), shape[axis], axis)))
     try:
         arrays = np.broadcast_arrays(*arrays)
     except ValueError as e:
