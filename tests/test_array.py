@@ -304,6 +304,12 @@ def test_iteration_reads_each_chunk_once(counting_store):
     assert sorted(keys) == sorted(set(keys)) and len(keys) == 8  # row by row: 80 reads
 
 
+def test_islice_bounds_must_be_integers():
+    z = zarrkit.create(None, shape=(4,), dtype="i4")
+    with pytest.raises(zarrkit.SelectionError, match="integers or None"):
+        z.islice("a")
+
+
 def test_a_0d_array_has_no_length_nor_iteration():
     z = zarrkit.create(None, shape=(), dtype="i4")
     for action in (len, iter, lambda a: a.islice()):

@@ -105,7 +105,11 @@ class Array(Node, SpecNode, SelectionMethods):
         for every row they hold (2000 rows of 100-row chunks: 1.3 s against 20 ms)."""
         if not self.shape:
             raise NodeTypeError(f"iteration over a 0-d array ({self.name})")
-        first, stop, _ = slice(start, end).indices(self.shape[0])
+        try:
+            first, stop, _ = slice(start, end).indices(self.shape[0])
+        except TypeError:
+            raise SelectionError(f"islice takes integers or None, not {start!r} and {end!r}"
+                                 ) from None
         return self._rows(first, stop)
 
     def _rows(self, first: int, stop: int) -> Iterator[Any]:
