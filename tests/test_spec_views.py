@@ -289,3 +289,14 @@ def test_resize_keywords_like_tensorstore(tmp_path):
     assert (a[:2, :2] == 1).all() and (a[2:, :] == 0).all()
     a.resize(5, 5)  # the zarr-python style still works
     assert a.shape == (5, 5)
+
+
+@pytest.mark.parametrize("origins, message", [
+    (("a", 1), "'a' is not an integer"), (1.5, "expected integers, got 1.5"),
+    ((1, 2, 3), "3 values for 2 dimensions"),
+])
+def test_translate_bounds_must_be_integers(origins, message):
+    z = zarrkit.create(None, shape=(4, 5), dtype="i4")
+    for op in (z.translate_to, z.translate_by):
+        with pytest.raises(zarrkit.SelectionError, match=message):
+            op[origins]

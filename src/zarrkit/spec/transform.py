@@ -551,11 +551,18 @@ def _add(value: int, shift: int, infinite: int, exclusive: int) -> int:
 
 
 def _per_dim(values: Any, rank: int, what: str) -> list[Any]:
+    """One integer (or None: unchanged) per dimension, from one for all or a sequence."""
     if values is None or isinstance(values, int | np.integer):
         return [values] * rank
-    values = list(values)
+    try:
+        values = list(values)
+    except TypeError:
+        raise SelectionError(f"{what}: expected integers, got {values!r}") from None
     if len(values) != rank:
         raise SelectionError(f"{what}: {len(values)} values for {rank} dimensions")
+    bad = [v for v in values if v is not None and not isinstance(v, int | np.integer)]
+    if bad:
+        raise SelectionError(f"{what}: {bad[0]!r} is not an integer")
     return values
 
 
