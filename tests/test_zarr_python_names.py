@@ -437,3 +437,27 @@ def test_members_of_all_depths_end_at_a_link_back_up(tmp_path):
     g = zarrkit.open_group(tmp_path, mode="r")
     keys = [k for k, _ in g.members(None)]
     assert "s/t/loop" not in keys and "s/t/u/z" in keys
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_group_setitem_stores_an_array_as_zarr_python(tmp_path, zarr_format):
+    g = zarrkit.open_group(tmp_path / "k.zarr", mode="w", zarr_format=zarr_format)
+    g["a"] = np.arange(10, dtype="i2")
+    g["b/c"] = [[1.5, 2.0]]
+    g["a"] = np.ones(3, "u1")  # replaces the member
+    oracle = zarr.open_group(tmp_path / "o.zarr", mode="w", zarr_format=zarr_format)
+    oracle["a"] = np.ones(3, "u1")
+    got = zarr.open_group(tmp_path / "k.zarr", mode="r")
+    np.testing.assert_array_equal(got["a"][...], oracle["a"][...])
+    assert got["a"].dtype == oracle["a"].dtype and got["a"].shape == (3,)
+    np.testing.assert_array_equal(got["b/c"][...], [[1.5, 2.0]])
+
+
+def test_group_setitem_of_bad_values_leaves_no_member(tmp_path):
+    g = zarrkit.open_group(tmp_path / "k.zarr", mode="w")
+    with pytest.raises(zarrkit.ZarrkitError):
+        g["bad"] = np.array(["x", 5], dtype=object)  # text and a number: no one data type
+    assert "bad" not in g
+    ro = zarrkit.open_group(tmp_path / "k.zarr", mode="r")
+    with pytest.raises(ReadOnlyError):
+        ro["a"] = np.zeros(2)

@@ -9,7 +9,14 @@ import numpy as np
 
 from . import formats, storage
 from .array import Array
-from .creation import check_existing, create_array_at, digit_fill, full_like_kwargs, like
+from .creation import (
+    check_existing,
+    create_array_at,
+    data_type_of,
+    digit_fill,
+    full_like_kwargs,
+    like,
+)
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
 from .group import Group, create_group_at, finished_node, open_node
 from .kvstore import KvStore, ZipStore, close_opened, open_kvstore
@@ -232,7 +239,7 @@ def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
     bytes). If `data` cannot be written, the new array is removed again."""
     data = np.asarray(data)
     dtype = kwargs.pop("dtype", None)
-    a = create(where, data.shape, _data_type_of(data) if dtype is None else dtype, **kwargs)
+    a = create(where, data.shape, data_type_of(data) if dtype is None else dtype, **kwargs)
     try:
         a[...] = data
     except BaseException:
@@ -240,13 +247,6 @@ def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
             storage.delete_node(a.store, a.path)
         raise
     return a
-
-
-def _data_type_of(data: np.ndarray) -> Any:
-    if data.dtype.hasobject and data.size and \
-            all(issubclass(t, bytes) for t in set(map(type, data.reshape(-1).tolist()))):
-        return bytes  # an object dtype means text to `create`
-    return data.dtype
 
 
 def full(where: Any = None, shape: Any = None, fill_value: Any = 0, **kwargs: Any) -> Array:

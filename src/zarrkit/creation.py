@@ -356,3 +356,12 @@ def full_like_kwargs(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         raise SpecError("full_like needs fill_value= unless the data is a zarrkit Array, "
                         "whose fill value is then used")
     return found
+
+
+def data_type_of(data: np.ndarray) -> Any:
+    """The data type of an array made from `data`: its own, except that object values that
+    are all bytes are variable-length bytes (an object dtype means text to `create`)."""
+    if data.dtype.hasobject and data.size and \
+            all(issubclass(t, bytes) for t in set(map(type, data.reshape(-1).tolist()))):
+        return bytes
+    return data.dtype

@@ -7,10 +7,19 @@ import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 from . import formats, storage
 from .array import Array
 from .attributes import Attributes
-from .creation import check_existing, create_array_at, digit_fill, full_like_kwargs, like
+from .creation import (
+    check_existing,
+    create_array_at,
+    data_type_of,
+    digit_fill,
+    full_like_kwargs,
+    like,
+)
 from .errors import (
     InvalidKeyError,
     InvalidNameError,
@@ -260,6 +269,19 @@ class Group(Node, Mapping[str, Any]):
     def empty_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
         """`empty` like `data`, with its fill value too if it is a zarrkit Array."""
         return self.empty(name=name, **like(data, kwargs, fill=True))
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        """`g[name] = data`, zarr-python's shortcut: a new array holding `data`, with default
+        settings, in place of any member there."""
+        data = np.asarray(value)
+        self._check_writable()
+        array = self.create_array(name, shape=data.shape, dtype=data_type_of(data),
+                                  overwrite=True)
+        try:
+            array[...] = data
+        except BaseException:  # no half-written member left behind
+            storage.delete_node(self.store, array.path)
+            raise
 
     def __delitem__(self, name: str) -> None:
         self._check_writable()
