@@ -458,6 +458,10 @@ def test_group_setitem_of_bad_values_leaves_no_member(tmp_path):
     with pytest.raises(zarrkit.ZarrkitError):
         g["bad"] = np.array(["x", 5], dtype=object)  # text and a number: no one data type
     assert "bad" not in g
+    g["kept"] = ["a", "b"]
+    with pytest.raises(zarrkit.ZarrkitError):
+        g["kept"] = np.array(["x", 5], dtype=object)
+    assert g["kept"][...].tolist() == ["a", "b"]  # the member it was to replace is still there
     ro = zarrkit.open_group(tmp_path / "k.zarr", mode="r")
     with pytest.raises(ReadOnlyError):
         ro["a"] = np.zeros(2)

@@ -29,7 +29,7 @@ from .errors import (
     ReadOnlyError,
     SpecError,
 )
-from .kvstore import finish_opened
+from .kvstore import MemoryStore, finish_opened
 from .kvstore.base import KvStore
 from .metadata.consolidated import ConsolidatedView
 from .metadata.names import normalize_path, validate_node_name
@@ -275,8 +275,12 @@ class Group(Node, Mapping[str, Any]):
         settings, in place of any member there."""
         data = np.asarray(value)
         self._check_writable()
-        array = self.create_array(name, shape=data.shape, dtype=data_type_of(data),
-                                  overwrite=True)
+        dtype = data_type_of(data)
+        if data.dtype.hasobject:  # text values can fail to encode: tried in memory first, so
+            # that a bad value does not cost the member it was to replace
+            create_array_at(MemoryStore(), "", data.shape, dtype,
+                            zarr_format=self.zarr_format)[...] = data
+        array = self.create_array(name, shape=data.shape, dtype=dtype, overwrite=True)
         try:
             array[...] = data
         except BaseException:  # no half-written member left behind
