@@ -265,3 +265,15 @@ def test_array_whose_data_cannot_be_written_leaves_nothing(zarr_format):
 def test_array_keeps_an_explicit_numpy_dtype():
     a = zarrkit.array(np.arange(3), MemoryStore(), dtype=np.dtype("f4"))  # a falsy object
     assert a.dtype == np.dtype("f4") and a[...].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_save_over_an_array_with_a_bad_text_value_keeps_the_array(tmp_path):
+    """save overwrites: a value that cannot be encoded must fail before the old array goes."""
+    where = str(tmp_path / "s.zarr")
+    zarrkit.save(where, np.array(["a", "b"], dtype=object))
+    with pytest.raises(zarrkit.CodecError, match="cannot store 5"):
+        zarrkit.save(where, np.array(["x", 5], dtype=object))
+    assert zarrkit.load(where).tolist() == ["a", "b"]
+    with pytest.raises(zarrkit.CodecError):
+        zarrkit.array(np.array([b"x", 5], dtype=object), where, overwrite=True)
+    assert zarrkit.load(where).tolist() == ["a", "b"]

@@ -16,6 +16,7 @@ from .creation import (
     digit_fill,
     full_like_kwargs,
     like,
+    tried_in_memory,
 )
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
 from .group import Group, create_group_at, finished_node, open_node
@@ -239,7 +240,11 @@ def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
     bytes). If `data` cannot be written, the new array is removed again."""
     data = np.asarray(data)
     dtype = kwargs.pop("dtype", None)
-    a = create(where, data.shape, data_type_of(data) if dtype is None else dtype, **kwargs)
+    dtype = data_type_of(data) if dtype is None else dtype
+    if kwargs.get("overwrite"):  # a bad text value must not cost the node it was to replace
+        tried_in_memory(data, data.shape, dtype, **{
+            k: v for k, v in kwargs.items() if k not in ("overwrite", "path", "storage_options")})
+    a = create(where, data.shape, dtype, **kwargs)
     try:
         a[...] = data
     except BaseException:

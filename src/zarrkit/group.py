@@ -19,6 +19,7 @@ from .creation import (
     digit_fill,
     full_like_kwargs,
     like,
+    tried_in_memory,
 )
 from .errors import (
     InvalidKeyError,
@@ -29,7 +30,7 @@ from .errors import (
     ReadOnlyError,
     SpecError,
 )
-from .kvstore import MemoryStore, finish_opened
+from .kvstore import finish_opened
 from .kvstore.base import KvStore
 from .metadata.consolidated import ConsolidatedView
 from .metadata.names import normalize_path, validate_node_name
@@ -276,10 +277,7 @@ class Group(Node, Mapping[str, Any]):
         data = np.asarray(value)
         self._check_writable()
         dtype = data_type_of(data)
-        if data.dtype.hasobject:  # text values can fail to encode: tried in memory first, so
-            # that a bad value does not cost the member it was to replace
-            create_array_at(MemoryStore(), "", data.shape, dtype,
-                            zarr_format=self.zarr_format)[...] = data
+        tried_in_memory(data, data.shape, dtype, zarr_format=self.zarr_format)
         array = self.create_array(name, shape=data.shape, dtype=dtype, overwrite=True)
         try:
             array[...] = data
