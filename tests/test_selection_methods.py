@@ -335,6 +335,10 @@ def test_fields_errors(records):
         zk.set_basic_selection(0, 1, fields=["a", "x"])
     with pytest.raises(SelectionError, match="shape"):
         zk.set_basic_selection(slice(0, 2), [1, 2, 3], fields="a")
+    with pytest.raises(SelectionError, match="more than once"):
+        zk.set_basic_selection(0, (1, 2), fields=["a", "a"])
+    with pytest.raises(SelectionError, match="more than once"):
+        zk.get_basic_selection(0, fields=["b", "a", "b"])
     with pytest.raises(DataTypeError, match=r"fields \['a'\].*out of bounds"):
         zk.set_basic_selection(0, 2**40, fields="a")
     with pytest.raises(DataTypeError, match=r"fields \['a'\]"):

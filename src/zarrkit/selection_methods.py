@@ -228,6 +228,8 @@ def _field_names(dtype: np.dtype, fields: Fields | None) -> str | list[str] | No
     if not names or missing:
         raise SelectionError(f"fields {missing or names} are not among the data type's fields "
                              f"{list(dtype.names)}")
+    if len(set(names)) != len(names):
+        raise SelectionError(f"fields {names} name a field more than once")
     return fields if isinstance(fields, str) else names
 
 
