@@ -44,6 +44,24 @@ def test_upgrade_killed_part_way_can_be_run_again(tmp_path, monkeypatch):
     assert list(root["a"][...]) == [0, 1, 2, 3]
 
 
+def test_upgrade_killed_while_removing_old_documents_finishes_on_a_rerun(tmp_path, monkeypatch):
+    _v2_tree(tmp_path)
+
+    def killed(self, keys):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(FileStore, "delete_many", killed)
+    with pytest.raises(KeyboardInterrupt):
+        zarrkit.upgrade_metadata(tmp_path)
+    monkeypatch.undo()
+    assert (tmp_path / ".zgroup").exists() and (tmp_path / "zarr.json").exists()
+    root = zarrkit.upgrade_metadata(tmp_path)
+    left = sorted(p.name for p in tmp_path.rglob(".z*") if p.name != ".zarrkit-locks")
+    assert left == [] and root.zarr_format == 3 and (root["s/b"][...] == 7).all()
+    zarrkit.upgrade_metadata(tmp_path)  # nothing left to do
+    assert list(root["a"][...]) == [0, 1, 2, 3]
+
+
 def test_convert_failing_part_way_says_the_copy_is_incomplete(tmp_path):
     src = zarrkit.create(tmp_path / "src", shape=(4,), chunks=(2,), dtype="i4", zarr_format=2,
                          compressor={"id": "zstd", "level": 1})

@@ -270,6 +270,13 @@ def _old_documents(node: Array | Group) -> tuple[str, ...]:
     return ARRAY_KEY, GROUP_KEY, ATTRS_KEY, ".zmetadata"
 
 
+def _remove_old_documents(store: Any, nodes: list[Array | Group],
+                          names: tuple[str, ...] | None = None) -> None:
+    """Delete the v2/v1 documents (`names`, or those of each node's format) of `nodes`."""
+    old = [formats.key(n.path, name) for n in nodes for name in names or _old_documents(n)]
+    store.delete_many([k for k in old if store.exists(k)])
+
+
 def upgrade_metadata(where: Any, *, path: str | None = None, keep_v2_metadata: bool = False,
                      progress: Any = False) -> Array | Group:
     """Upgrade the v2 (or v1) hierarchy at `where` to v3 in place, writing only metadata.
@@ -277,11 +284,15 @@ def upgrade_metadata(where: Any, *, path: str | None = None, keep_v2_metadata: b
     Each array keeps its chunks: the v3 metadata uses the "v2" chunk key encoding and codecs
     that read the existing bytes. Raises (writing nothing) if any array has filters, a
     compressor v3 lacks (zlib, bz2, lzma, lz4, ...) or a type v3 lacks; `convert` copies those.
-    The old documents are removed unless `keep_v2_metadata` (see the module docstring).
+    The old documents are removed unless `keep_v2_metadata` (see the module docstring); on a
+    hierarchy already upgraded, those a killed run left are.
     """
     root = _open_source(where, "upgrade_metadata", mode="r+", path=path,
                         use_consolidated=False)
-    if root.zarr_format == 3:
+    if root.zarr_format == 3:  # upgraded already, or by a run killed while it removed the old
+        if not keep_v2_metadata:  # documents: this run removes those left
+            _remove_old_documents(root.store, [node for _, node in walk(root)],
+                                  (ARRAY_KEY, GROUP_KEY, ATTRS_KEY, ".zmetadata"))
         return finished_node(root, where)
     nodes = [node for _, node in walk(root)]
     docs = [(node.path, _v3_document(node)) for node in nodes]
@@ -295,8 +306,7 @@ def upgrade_metadata(where: Any, *, path: str | None = None, keep_v2_metadata: b
             store.set(formats.key(node_path, formats.V3_KEY), json_dumps(doc))
             callback(i + 1, len(docs), node_path or "/")
         if not keep_v2_metadata:
-            old = [formats.key(n.path, name) for n in nodes for name in _old_documents(n)]
-            store.delete_many([k for k in old if store.exists(k)])
+            _remove_old_documents(store, nodes)
     finally:
         finish()
     return finished_node(open_node(store, root.path, zarr_format=3), where)
