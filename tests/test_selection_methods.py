@@ -521,3 +521,37 @@ def test_empty_block_slices(stored):
     same(zk.blocks[0:-count - 2], data[0:0])
     zk.blocks[0:-count - 2] = 5
     same(zr[...], data)
+
+
+@pytest.mark.parametrize("method, sel", [
+    ("basic", (slice(1, 9), slice(None))), ("orthogonal", ([0, 3, 9], slice(2, 6))),
+    ("mask", np.arange(70).reshape(10, 7) % 3 == 0), ("block", (1, slice(None))),
+])
+def test_out_is_filled_in_place_without_a_second_result(method, sel, monkeypatch):
+    """A C-ordered out= of the result's shape and data type is decoded into directly: no result
+    array of the read's own is allocated and copied (checked: nothing but `out` is returned,
+    and numpy's empty is not called for it)."""
+    from zarrkit.engine import chunk_io
+
+    data = (np.arange(70, dtype="i4") * 7).reshape(10, 7)
+    zk = zarrkit.create(None, shape=(10, 7), chunks=(4, 3), dtype="i4")
+    zk[...] = data
+    expected = getattr(zk, f"get_{method}_selection")(sel)
+    allocated = []
+    real_empty = chunk_io.empty
+
+    def counting_empty(*args, **kwargs):
+        allocated.append(args)
+        return real_empty(*args, **kwargs)
+
+    monkeypatch.setattr(chunk_io, "empty", counting_empty)
+    out = np.full(expected.shape, -1, "i4")
+    assert getattr(zk, f"get_{method}_selection")(sel, out=out) is out
+    same(out, expected)
+    assert allocated == []
+    # any other out= (another data type, F order) is still filled, through a copy
+    for other in (np.zeros(expected.shape, "i8"), np.zeros(expected.shape, "i4", order="F")):
+        if other.flags.c_contiguous and other.dtype == "i4":
+            continue
+        assert getattr(zk, f"get_{method}_selection")(sel, out=other) is other
+        same(other.astype("i4"), expected)

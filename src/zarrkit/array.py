@@ -226,9 +226,14 @@ class Array(Node, SpecNode, SelectionMethods):
 
     # -- reading and writing -------------------------------------------------------------------
     def __getitem__(self, selection: Any) -> Any:
+        return self._read_into(selection, None)
+
+    def _read_into(self, selection: Any, out: np.ndarray | None) -> Any:
+        """`self[selection]`, decoded straight into `out` when it is the result's exact
+        buffer (else a new array; the caller copies)."""
         if self._rechecks_metadata:  # recheck_cached_metadata (spec/node.py)
             self._recheck_metadata()
-        return self._read(self._plan(selection))
+        return self._read(self._plan(selection), out)
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         self._write(lambda: self._plan(selection), value)
@@ -236,8 +241,12 @@ class Array(Node, SpecNode, SelectionMethods):
     def _plan(self, selection: Any) -> Plan:
         return numpy_plan(selection, self.shape, self.chunks)
 
-    def _read(self, plan: Plan) -> Any:
-        result = chunk_io.read(self._engine, plan)
+    def _read(self, plan: Plan, out: np.ndarray | None = None) -> Any:
+        if out is not None and not (plan.as_is and out.shape == plan.buffer_shape
+                                    and out.dtype == self.dtype and out.flags.c_contiguous):
+            out = None
+        result = chunk_io.read(self._engine, plan, out)
+        result = result if out is None else out  # (finish gave a view of it)
         return result[()] if result.ndim == 0 else result
 
     def _write(self, make_plan: Callable[[], Plan], value: Any) -> None:
@@ -467,10 +476,13 @@ class _Indexer:
         self._planner = planner
 
     def __getitem__(self, selection: Any) -> Any:
+        return self._read_into(selection, None)
+
+    def _read_into(self, selection: Any, out: np.ndarray | None) -> Any:
         a = self._array
         if a._rechecks_metadata:  # recheck_cached_metadata (spec/node.py)
             a._recheck_metadata()
-        return a._read(self._planner(selection, a.shape, a.chunks))
+        return a._read(self._planner(selection, a.shape, a.chunks), out)
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         a = self._array

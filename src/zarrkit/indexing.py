@@ -217,6 +217,12 @@ class Plan:
         return math.prod(self.buffer_shape)
 
     @property
+    def as_is(self) -> bool:
+        """Whether `finish` returns the buffer itself: nothing reversed, no axis moved."""
+        return not self._front and self.out_shape == self.buffer_shape and \
+            not any(d.flip for d in self._dims)
+
+    @property
     def is_points(self) -> bool:
         """A vectorized (point) selection: its chunks are not a product of per-axis parts."""
         return self._vectorized is not None

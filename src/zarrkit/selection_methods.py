@@ -22,34 +22,39 @@ Fields = str | Sequence[str]
 
 class SelectionMethods:
     """Mixin of `Array`. Uses only `self[...]`, `oindex`, `vindex`, `shape`, `dtype`, `chunks`,
-    `shards`, and `_set_fields` of the array and its indexers (writes with `fields=`)."""
+    `shards`, and `_read_into` (`out=`) and `_set_fields` (`fields=` writes) of the array and
+    its indexers."""
 
     # -- reading ---------------------------------------------------------------------------------
     def get_basic_selection(self, selection: Any = Ellipsis, *, out: Any = None,
                             fields: Fields | None = None, prototype: Any = None) -> Any:
         """Read integers, slices and `...` (no index arrays), as `array[selection]`."""
-        return self._get(lambda: self[_basic(selection)], out, fields, prototype)
+        return self._get(lambda into: self._read_into(_basic(selection), into), out, fields,
+                         prototype)
 
     def get_orthogonal_selection(self, selection: Any, *, out: Any = None,
                                  fields: Fields | None = None, prototype: Any = None) -> Any:
         """Read an outer selection (each axis on its own), as `array.oindex[selection]`."""
-        return self._get(lambda: self.oindex[selection], out, fields, prototype)
+        return self._get(lambda into: self.oindex._read_into(selection, into), out, fields,
+                         prototype)
 
     def get_coordinate_selection(self, selection: Any, *, out: Any = None,
                                  fields: Fields | None = None, prototype: Any = None) -> Any:
         """Read points, one integer array per axis; the result has their broadcast shape."""
-        return self._get(lambda: _at_least_1d(self.vindex[_coordinates(selection, self.shape)]),
-                         out, fields, prototype)
+        return self._get(lambda into: _at_least_1d(self.vindex._read_into(
+            _coordinates(selection, self.shape), into)), out, fields, prototype)
 
     def get_mask_selection(self, mask: Any, *, out: Any = None, fields: Fields | None = None,
                            prototype: Any = None) -> Any:
         """Read the elements where a boolean `mask` of the array's shape is True (C order)."""
-        return self._get(lambda: self.vindex[_mask(mask, self.shape)], out, fields, prototype)
+        return self._get(lambda into: self.vindex._read_into(_mask(mask, self.shape), into),
+                         out, fields, prototype)
 
     def get_block_selection(self, selection: Any, *, out: Any = None,
                             fields: Fields | None = None, prototype: Any = None) -> Any:
         """Read whole blocks of the chunk grid (shards when sharded), by block index or slice."""
-        return self._get(lambda: self[self._block_region(selection)], out, fields, prototype)
+        return self._get(lambda into: self._read_into(self._block_region(selection), into),
+                         out, fields, prototype)
 
     @property
     def blocks(self) -> BlockIndexer:
@@ -94,13 +99,14 @@ class SelectionMethods:
         names = _field_names(self.dtype, fields)
         target._set_fields(selection, value, [names] if isinstance(names, str) else names)
 
-    def _get(self, read: Callable[[], Any], out: Any, fields: Fields | None,
+    def _get(self, read: Callable[[np.ndarray | None], Any], out: Any, fields: Fields | None,
              prototype: Any) -> Any:
-        """Check the options before reading (a bad one costs no I/O), then apply them."""
+        """Check the options before reading (a bad one costs no I/O), then apply them. `read`
+        decodes straight into `out` when it can (`_read_into`), else returns a result to copy."""
         _check_prototype(prototype)
         names = _field_names(self.dtype, fields)
         target = _out_array(out)
-        result = read()
+        result = read(target if names is None else None)
         if names is not None:
             result = _pick_fields(result, names)
         return result if target is None else _fill(target, result)
@@ -254,6 +260,8 @@ def _out_array(out: Any) -> np.ndarray | None:
 
 
 def _fill(out: np.ndarray, result: Any) -> Any:
+    if result is out:  # read into it
+        return out
     if out.shape != np.shape(result):
         raise SelectionError(f"out= has shape {out.shape}, the selection {np.shape(result)}")
     try:

@@ -145,9 +145,11 @@ def _chunk_from_value(p: ChunkProjection, region: np.ndarray, chunk_shape: tuple
 
 # -- reading ----------------------------------------------------------------------------------
 
-def read(arr: ChunkedArray, plan: Plan) -> np.ndarray:
+def read(arr: ChunkedArray, plan: Plan, out: np.ndarray | None = None) -> np.ndarray:
+    """The selection's values, in `out` when given (the plan's buffer: `Plan.as_is`, C order,
+    the array's data type) or a new array."""
     try:
-        out = empty(plan.buffer_shape, arr.dtype, touch=False)
+        out = empty(plan.buffer_shape, arr.dtype, touch=False) if out is None else out
     except MemoryError:
         raise SelectionError(f"the selection's result ({math.prod(plan.buffer_shape)} elements "
                              f"of {arr.dtype}) does not fit in memory: read it in parts"
