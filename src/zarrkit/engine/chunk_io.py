@@ -71,6 +71,11 @@ class ChunkedArray:
         """The grid selections are planned on: inner chunks for a sharded array."""
         return self.sharding.chunk_shape if self.sharding else self.chunk_shape
 
+    @property
+    def fill_bytes(self) -> bytes:
+        """One element of the fill value, as stored in memory (numeric and fixed-size types)."""
+        return np.asarray(self.fill_value, dtype=self.dtype).tobytes()
+
 
 # -- helpers ----------------------------------------------------------------------------------
 
@@ -739,8 +744,7 @@ def _write_run(arr: ChunkedArray, run: list[ChunkProjection], value: np.ndarray)
     chunks = np.frombuffer(scratch(len(run) * arr.chain.spec.nbytes, "run"), arr.dtype,
                            len(run) * math.prod(arr.chunk_shape)).reshape(-1, *arr.chunk_shape)
     np.copyto(chunks, _side_by_side_chunks(run, value, arr.chunk_shape))
-    fill = None if arr.write_empty_chunks else \
-        np.asarray(arr.fill_value, dtype=arr.dtype).tobytes()
+    fill = None if arr.write_empty_chunks else arr.fill_bytes
     encoded, sizes = arr.chain.encode_many_transient(chunks, fill)
     ends = np.cumsum(np.maximum(sizes, 0)).tolist()
     arr.store.replace_many([arr.key(p.coords) for p in run], [
@@ -909,7 +913,7 @@ def _fill_chunks(arr: ChunkedArray, chunks: np.ndarray) -> set[int]:
     """Which of `chunks` (stacked on the first axis) are the fill value, bit for bit: the first
     element of each is compared at once, the whole of those that match."""
     itemsize = arr.dtype.itemsize
-    fill = np.frombuffer(np.asarray(arr.fill_value, dtype=arr.dtype).tobytes(), np.uint8)
+    fill = np.frombuffer(arr.fill_bytes, np.uint8)
     firsts = chunks.reshape(len(chunks), -1).view(np.uint8)[:, :itemsize]
     candidates = np.flatnonzero((firsts == fill).all(axis=1))
     return {int(i) for i in candidates if is_fill(chunks[i], arr.fill_value)}
