@@ -677,13 +677,13 @@ class _SlicedPoints(Plan):
             (1,) * (len(block) - np.ndim(c)) + np.shape(c)), block).ravel()
             for a in advanced for c in a.coords]
         points = np.stack(columns, axis=1).astype(np.int64).reshape(-1, len(self._axes))
-        cells = points // np.asarray([chunks[x] for x in self._axes], np.int64)
+        self._chunk_of = np.asarray([chunks[x] for x in self._axes], np.int64)
+        cells = points // self._chunk_of
         # cell by cell in C order; lexsort is stable, so repeated points keep their order
         self._order = np.lexsort(cells.T[::-1]) if len(points) else np.arange(0)
         self._points, self._cells = points[self._order], cells[self._order]
         bounds = np.flatnonzero(np.any(np.diff(self._cells, axis=0) != 0, axis=1)) + 1
         self._starts = [0, *bounds.tolist()] if len(points) else []  # a cell's first point
-        self._chunk_of = [chunks[x] for x in self._axes]
         sliced = [b for b in basic if b.axis is not None]
         self._sliced = [b.axis for b in sliced]
         consecutive = self._axes[-1] - self._axes[0] + 1 == len(self._axes)
@@ -711,7 +711,7 @@ class _SlicedPoints(Plan):
                  for i, d in enumerate(self._dims) if i != self._at]
         for s, e in zip(self._starts, [*self._starts[1:], len(self._cells)], strict=True):
             cell = self._cells[s]
-            within = (self._points[s:e] - cell * np.asarray(self._chunk_of, np.int64)).T
+            within = (self._points[s:e] - cell * self._chunk_of).T
             coords, chunk_sel = [0] * ndim, [None] * ndim
             for x, c, w in zip(self._axes, cell.tolist(), within, strict=True):
                 coords[x], chunk_sel[x] = c, w
