@@ -277,7 +277,8 @@ class Group(Node, Mapping[str, Any]):
         data = np.asarray(value)
         self._check_writable()
         dtype = data_type_of(data)
-        tried_in_memory(data, data.shape, dtype, zarr_format=self.zarr_format)
+        if name in self:  # only a member that would be replaced is worth the trial
+            tried_in_memory(data, data.shape, dtype, zarr_format=self.zarr_format)
         array = self.create_array(name, shape=data.shape, dtype=dtype, overwrite=True)
         try:
             array[...] = data
