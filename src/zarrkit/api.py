@@ -26,6 +26,36 @@ from .metadata.names import normalize_path
 _MODES = ("r", "r+", "a", "w", "w-")
 
 
+def _is_shape(value: Any) -> bool:
+    """An int or a sequence of ints: a shape, never a place to store a node."""
+    def is_int(v: Any) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+    return is_int(value) or (isinstance(value, (tuple, list)) and all(map(is_int, value)))
+
+
+def _store_keyword(where: Any, kwargs: dict[str, Any]) -> Any:
+    """`where`, or zarr-python's keyword for it, `store=` (not both)."""
+    if "store" not in kwargs:
+        return where
+    store = kwargs.pop("store")
+    if where is not None:
+        raise SpecError("where the node lives is given twice: as the first argument and store=")
+    return store
+
+
+def _placed(where: Any, shape: Any, second: str, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """(where, shape) from zarrkit's order `f(where, shape, ...)` or zarr-python's and numpy's
+    `f(shape, <second>, store=...)`: a first argument that is a shape starts the latter, and
+    the next positional argument is then `second` (the data type, or `full`'s fill value)."""
+    if _is_shape(where):
+        if shape is not None:
+            if second in kwargs:
+                raise SpecError(f"{second} is given twice: by position and as {second}=")
+            kwargs[second] = shape
+        where, shape = None, where
+    return _store_keyword(where, kwargs), shape
+
+
 def _resolve(where: Any, path: str | None, mode: str,
              storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
     if mode not in _MODES:
@@ -89,6 +119,7 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
     by name (NodeNotFoundError in modes "r"/"r+", NodeExistsError in "a"/"w-"). Consolidated metadata is used when
     present unless `use_consolidated=False`.
     """
+    where = _store_keyword(where, kwargs)
     if (isinstance(where, dict) and "driver" in where) or type(where).__name__ == "Spec":
         from .spec.open import open_spec  # the glue module imports the node modules
 
@@ -179,17 +210,18 @@ def _open_existing(store: Any, path: str, mode: str, found: formats.Found | None
 
 def open_array(where: Any = None, mode: str = "a", *, path: str | None = None,
                **kwargs: Any) -> Array:
-    node = open(where, mode, path=path, **kwargs)
+    node = open(_store_keyword(where, kwargs), mode, path=path, **kwargs)
     if not isinstance(node, Array):
         raise NodeTypeError(f"{node.name} is a group, not an array")
     return node
 
 
-def open_group(where: Any = None, mode: str = "a", *, path: str | None = None,
+def open_group(where: Any = None, mode: str = "a", *, store: Any = None, path: str | None = None,
                attributes: dict[str, Any] | None = None, zarr_format: int | None = None,
                use_consolidated: bool | None = None,
                storage_options: dict[str, Any] | None = None) -> Group:
     formats.check_format(zarr_format)
+    where = _store_keyword(where, {"store": store} if store is not None else {})
     store, full = _resolve(where, path, mode, storage_options)
     return _or_discard(store, where, lambda: _open_group_resolved(
         store, full, mode, attributes, zarr_format, use_consolidated))
@@ -211,22 +243,30 @@ def _open_group_resolved(store: Any, full: str, mode: str, attributes: dict[str,
                            zarr_format=zarr_format or 3)
 
 
-def group(where: Any = None, *, path: str | None = None, overwrite: bool = False,
+def group(where: Any = None, *, store: Any = None, path: str | None = None, overwrite: bool = False,
           attributes: dict[str, Any] | None = None, zarr_format: int | None = None,
           storage_options: dict[str, Any] | None = None) -> Group:
     """Create a group (or open an existing one unless `overwrite`)."""
-    return open_group(where, "w" if overwrite else "a", path=path, attributes=attributes,
+    return open_group(where, "w" if overwrite else "a", store=store, path=path,
+                      attributes=attributes,
                       zarr_format=zarr_format, storage_options=storage_options)
 
 
-def create(where: Any = None, shape: Any = None, dtype: Any = "float64", *,
+def create(where: Any = None, shape: Any = None, dtype: Any = None, *,
            path: str | None = None, overwrite: bool = False, **kwargs: Any) -> Array:
-    """Create an array.
+    """Create an array: `create(where, shape, dtype)`, or in zarr-python's and numpy's order
+    `create(shape, dtype, store=where)` (so `zeros((4, 4))`, `full((3,), 7)`); the data type
+    defaults to float64.
 
     Keywords: `chunks`, `shards`, `codecs` (a complete v3 codec list) or `filters`/`serializer`/
     `compressors`, `fill_value`, `dimension_names`, `attributes`, `chunk_key_encoding`,
     `index_codecs`, `index_location`, `write_empty_chunks`, `overwrite`.
     """
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    where, shape = _placed(where, shape, "dtype", kwargs)
+    dtype = kwargs.pop("dtype", None)
+    dtype = "float64" if dtype is None else dtype
     if shape is None:
         raise SpecError("create needs a shape")
     store, full = _resolve(where, path, "w" if overwrite else "a",
@@ -238,6 +278,7 @@ def create(where: Any = None, shape: Any = None, dtype: Any = "float64", *,
 def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
     """Create an array holding `data` (object values that are all bytes: variable-length
     bytes). If `data` cannot be written, the new array is removed again."""
+    where = _store_keyword(where, kwargs)
     data = np.asarray(data)
     dtype = kwargs.pop("dtype", None)
     dtype = data_type_of(data) if dtype is None else dtype
@@ -254,19 +295,33 @@ def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
     return a
 
 
-def full(where: Any = None, shape: Any = None, fill_value: Any = 0, **kwargs: Any) -> Array:
-    return create(where, shape, fill_value=fill_value, **kwargs)
+def full(where: Any = None, shape: Any = None, fill_value: Any = None, **kwargs: Any) -> Array:
+    """`full(where, shape, fill_value)` or `full(shape, fill_value, store=where)`; fill 0 if
+    none is given."""
+    if fill_value is not None:
+        kwargs["fill_value"] = fill_value
+    where, shape = _placed(where, shape, "fill_value", kwargs)
+    kwargs.setdefault("fill_value", 0)
+    return create(where, shape, **kwargs)
 
 
 def zeros(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
-    return create(where, shape, fill_value=digit_fill(0, kwargs.get("dtype", "float64")), **kwargs)
+    """`zeros(where, shape)` or `zeros(shape, dtype, store=where)`, as `create`."""
+    return _digit_filled(0, where, shape, kwargs)
 
 
 def ones(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
-    return create(where, shape, fill_value=digit_fill(1, kwargs.get("dtype", "float64")), **kwargs)
+    return _digit_filled(1, where, shape, kwargs)
+
+
+def _digit_filled(digit: int, where: Any, shape: Any, kwargs: dict[str, Any]) -> Array:
+    where, shape = _placed(where, shape, "dtype", kwargs)
+    return create(where, shape, fill_value=digit_fill(digit, kwargs.get("dtype", "float64")),
+                  **kwargs)
 
 
 def empty(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
+    where, shape = _placed(where, shape, "dtype", kwargs)
     return create(where, shape, **kwargs)
 
 
@@ -289,12 +344,13 @@ def empty_like(a: Any, where: Any = None, **kwargs: Any) -> Array:
     return empty(where, **like(a, kwargs, fill=True))
 
 
-def create_group(where: Any = None, *, path: str | None = None, overwrite: bool = False,
+def create_group(where: Any = None, *, store: Any = None, path: str | None = None, overwrite: bool = False,
                  attributes: dict[str, Any] | None = None, zarr_format: int | None = None,
                  storage_options: dict[str, Any] | None = None) -> Group:
     """A new group; NodeExistsError if a node is there, unless `overwrite` (unlike `group`,
     which opens it)."""
-    return open_group(where, "w" if overwrite else "w-", path=path, attributes=attributes,
+    return open_group(where, "w" if overwrite else "w-", store=store, path=path,
+                      attributes=attributes,
                       zarr_format=zarr_format, storage_options=storage_options)
 
 
@@ -303,6 +359,7 @@ def create_array(where: Any = None, *, name: str | None = None, shape: Any = Non
     """A new array at `name` below `where` (as `path=` elsewhere); NodeExistsError if a node
     is there, unless `overwrite=True`. `data` gives the shape, data type and values at once,
     so it excludes `shape` and `dtype`. Other keywords as for `create`."""
+    where = _store_keyword(where, kwargs)
     if data is not None:
         given = [k for k, v in (("shape", shape), ("dtype", dtype)) if v is not None]
         if given:
@@ -334,7 +391,8 @@ def tree(group: Group, level: int | None = None) -> str:
     return group.tree(level)
 
 
-def load(where: Any, path: str | None = None) -> np.ndarray:
+def load(where: Any = None, path: str | None = None, *, store: Any = None) -> np.ndarray:
+    where = _store_keyword(where, {"store": store} if store is not None else {})
     node = open(where, "r", path=path)
     try:
         if not isinstance(node, Array):
@@ -347,6 +405,7 @@ def load(where: Any, path: str | None = None) -> np.ndarray:
 def save(where: Any, data: Any, **kwargs: Any) -> Array:
     """`array(data, where, overwrite=True)`; a store opened here from a path is closed when done
     (finishing a zip archive) and the array returned is then opened again read-only."""
+    where = _store_keyword(where, kwargs)
     node = finished_node(array(data, where, overwrite=True, **kwargs), where,
                          storage_options=kwargs.get("storage_options"))
     assert isinstance(node, Array)

@@ -231,13 +231,30 @@ class Group(Node, Mapping[str, Any]):
                 pass  # metadata (creating dropped it: the member is read from the store now)
         return self[name], False
 
-    def create_array(self, name: str, **kwargs: Any) -> Array:
-        """Create an array member; keyword arguments as for `zarrkit.create`."""
+    def create_array(self, name: str, *, data: Any = None, **kwargs: Any) -> Array:
+        """Create an array member; keyword arguments as for `zarrkit.create`. `data` gives the
+        shape, data type and values at once (so it excludes `shape` and `dtype`)."""
+        if data is not None:
+            return self._create_filled(name, data, kwargs)
         self._check_writable()
         _validate_names(name)
         self._consolidated = None
         kwargs.setdefault("zarr_format", self.zarr_format)
         return create_array_at(self.store, self._child_path(name), **kwargs)
+
+    def _create_filled(self, name: str, data: Any, kwargs: dict[str, Any]) -> Array:
+        given = [k for k in ("shape", "dtype") if kwargs.get(k) is not None]
+        if given:
+            raise SpecError(f"create_array takes data= or {' and '.join(given)}=, not both: "
+                            "the data decides them")
+        data = np.asarray(data)
+        array = self.create_array(name, shape=data.shape, dtype=data_type_of(data), **kwargs)
+        try:
+            array[...] = data
+        except BaseException:  # no half-written member left behind
+            storage.delete_node(self.store, array.path)
+            raise
+        return array
 
     def zeros(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
         """An array member whose unwritten elements read as 0."""
