@@ -35,9 +35,9 @@ def _is_shape(value: Any) -> bool:
 
 def _store_keyword(where: Any, kwargs: dict[str, Any]) -> Any:
     """`where`, or zarr-python's keyword for it, `store=` (not both)."""
-    if "store" not in kwargs:
+    store = kwargs.pop("store", None)
+    if store is None:
         return where
-    store = kwargs.pop("store")
     if where is not None:
         raise SpecError("where the node lives is given twice: as the first argument and store=")
     return store
@@ -216,12 +216,12 @@ def open_array(where: Any = None, mode: str = "a", *, path: str | None = None,
     return node
 
 
-def open_group(where: Any = None, mode: str = "a", *, store: Any = None, path: str | None = None,
-               attributes: dict[str, Any] | None = None, zarr_format: int | None = None,
-               use_consolidated: bool | None = None,
+def open_group(where: Any = None, mode: str = "a", *, store: Any = None,
+               path: str | None = None, attributes: dict[str, Any] | None = None,
+               zarr_format: int | None = None, use_consolidated: bool | None = None,
                storage_options: dict[str, Any] | None = None) -> Group:
     formats.check_format(zarr_format)
-    where = _store_keyword(where, {"store": store} if store is not None else {})
+    where = _store_keyword(where, {"store": store})
     store, full = _resolve(where, path, mode, storage_options)
     return _or_discard(store, where, lambda: _open_group_resolved(
         store, full, mode, attributes, zarr_format, use_consolidated))
@@ -243,13 +243,13 @@ def _open_group_resolved(store: Any, full: str, mode: str, attributes: dict[str,
                            zarr_format=zarr_format or 3)
 
 
-def group(where: Any = None, *, store: Any = None, path: str | None = None, overwrite: bool = False,
-          attributes: dict[str, Any] | None = None, zarr_format: int | None = None,
-          storage_options: dict[str, Any] | None = None) -> Group:
+def group(where: Any = None, *, store: Any = None, path: str | None = None,
+          overwrite: bool = False, attributes: dict[str, Any] | None = None,
+          zarr_format: int | None = None, storage_options: dict[str, Any] | None = None) -> Group:
     """Create a group (or open an existing one unless `overwrite`)."""
     return open_group(where, "w" if overwrite else "a", store=store, path=path,
-                      attributes=attributes,
-                      zarr_format=zarr_format, storage_options=storage_options)
+                      attributes=attributes, zarr_format=zarr_format,
+                      storage_options=storage_options)
 
 
 def create(where: Any = None, shape: Any = None, dtype: Any = None, *,
@@ -344,14 +344,15 @@ def empty_like(a: Any, where: Any = None, **kwargs: Any) -> Array:
     return empty(where, **like(a, kwargs, fill=True))
 
 
-def create_group(where: Any = None, *, store: Any = None, path: str | None = None, overwrite: bool = False,
-                 attributes: dict[str, Any] | None = None, zarr_format: int | None = None,
+def create_group(where: Any = None, *, store: Any = None, path: str | None = None,
+                 overwrite: bool = False, attributes: dict[str, Any] | None = None,
+                 zarr_format: int | None = None,
                  storage_options: dict[str, Any] | None = None) -> Group:
     """A new group; NodeExistsError if a node is there, unless `overwrite` (unlike `group`,
     which opens it)."""
     return open_group(where, "w" if overwrite else "w-", store=store, path=path,
-                      attributes=attributes,
-                      zarr_format=zarr_format, storage_options=storage_options)
+                      attributes=attributes, zarr_format=zarr_format,
+                      storage_options=storage_options)
 
 
 def create_array(where: Any = None, *, name: str | None = None, shape: Any = None,
@@ -392,7 +393,7 @@ def tree(group: Group, level: int | None = None) -> str:
 
 
 def load(where: Any = None, path: str | None = None, *, store: Any = None) -> np.ndarray:
-    where = _store_keyword(where, {"store": store} if store is not None else {})
+    where = _store_keyword(where, {"store": store})
     node = open(where, "r", path=path)
     try:
         if not isinstance(node, Array):
