@@ -75,3 +75,13 @@ def test_group_create_array_with_data(tmp_path):
     with pytest.raises(zarrkit.CodecError):
         g.create_array("bad", data=np.array(["x", 1], dtype=object))
     assert "bad" not in g  # a failed write leaves no member behind
+
+
+def test_group_creators_take_the_name_by_position_or_keyword():
+    g = zarrkit.group()
+    assert g.zeros("a", shape=(2,))[...].tolist() == [0, 0]  # zarr-python 2's order
+    assert g.ones("b", (2,), dtype="int8")[...].tolist() == [1, 1]
+    assert g.full("c", (2,), 5)[...].tolist() == [5, 5]
+    assert g.empty(name="d", shape=(3,)).shape == (3,)  # zarr-python 3's keywords
+    assert g.zeros_like("e", np.arange(3)).shape == (3,)
+    assert g.full_like(name="f", data=g["c"])[...].tolist() == [5, 5]

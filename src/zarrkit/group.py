@@ -256,35 +256,35 @@ class Group(Node, Mapping[str, Any]):
             raise
         return array
 
-    def zeros(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+    def zeros(self, name: str, shape: Any, **kwargs: Any) -> Array:
         """An array member whose unwritten elements read as 0."""
         fill = digit_fill(0, kwargs.get("dtype", "float64"))
         return self.create_array(name, shape=shape, fill_value=fill, **kwargs)
 
-    def ones(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+    def ones(self, name: str, shape: Any, **kwargs: Any) -> Array:
         """An array member whose unwritten elements read as 1."""
         fill = digit_fill(1, kwargs.get("dtype", "float64"))
         return self.create_array(name, shape=shape, fill_value=fill, **kwargs)
 
-    def full(self, *, name: str, shape: Any, fill_value: Any, **kwargs: Any) -> Array:
+    def full(self, name: str, shape: Any, fill_value: Any, **kwargs: Any) -> Array:
         return self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
 
-    def empty(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+    def empty(self, name: str, shape: Any, **kwargs: Any) -> Array:
         """An array member with the default fill value: nothing is written either way."""
         return self.create_array(name, shape=shape, **kwargs)
 
-    def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+    def zeros_like(self, name: str, data: Any, **kwargs: Any) -> Array:
         """`zeros` with the shape, data type and chunks of `data` unless given."""
         return self.zeros(name=name, **like(data, kwargs))
 
-    def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+    def ones_like(self, name: str, data: Any, **kwargs: Any) -> Array:
         return self.ones(name=name, **like(data, kwargs))
 
-    def full_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+    def full_like(self, name: str, data: Any, **kwargs: Any) -> Array:
         """`full` like `data`; the fill value defaults to that of `data` if it is an array."""
         return self.full(name=name, **full_like_kwargs(data, kwargs))
 
-    def empty_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+    def empty_like(self, name: str, data: Any, **kwargs: Any) -> Array:
         """`empty` like `data`, with its fill value too if it is a zarrkit Array."""
         return self.empty(name=name, **like(data, kwargs, fill=True))
 
