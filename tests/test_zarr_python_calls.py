@@ -72,6 +72,7 @@ def test_group_create_array_with_data(tmp_path):
     assert (g["m"][...] == np.arange(6).reshape(2, 3)).all()
     with pytest.raises(zarrkit.SpecError, match="not both"):
         g.create_array("n", data=np.arange(2), shape=(2,))
+    assert g.create_array("p", data=np.arange(2), shape=None, dtype=None).shape == (2,)
     with pytest.raises(zarrkit.CodecError):
         g.create_array("bad", data=np.array(["x", 1], dtype=object))
     assert "bad" not in g  # a failed write leaves no member behind

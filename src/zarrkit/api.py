@@ -10,6 +10,7 @@ import numpy as np
 from . import formats, storage
 from .array import Array
 from .creation import (
+    check_data_alone,
     check_existing,
     create_array_at,
     data_type_of,
@@ -362,10 +363,7 @@ def create_array(where: Any = None, *, name: str | None = None, shape: Any = Non
     so it excludes `shape` and `dtype`. Other keywords as for `create`."""
     where = _store_keyword(where, kwargs)
     if data is not None:
-        given = [k for k, v in (("shape", shape), ("dtype", dtype)) if v is not None]
-        if given:
-            raise SpecError(f"create_array takes data= or {' and '.join(given)}=, not both: "
-                            "the data decides them")
+        check_data_alone(shape, dtype)
         return array(data, where, path=name, **kwargs)
     if shape is None or dtype is None:
         raise SpecError("create_array needs shape= and dtype= (or data=)")

@@ -374,3 +374,11 @@ def tried_in_memory(data: np.ndarray, shape: Any, dtype: Any, **kwargs: Any) -> 
     `overwrite` replaces a node that is there."""
     if data.dtype.hasobject:
         create_array_at(MemoryStore(), "", shape, dtype, **kwargs)[...] = data
+
+
+def check_data_alone(shape: Any, dtype: Any) -> None:
+    """`data=` decides the shape and data type: giving them too is refused, not reconciled."""
+    given = [k for k, v in (("shape", shape), ("dtype", dtype)) if v is not None]
+    if given:
+        raise SpecError(f"create_array takes data= or {' and '.join(given)}=, not both: the "
+                        "data decides them")

@@ -13,6 +13,7 @@ from . import formats, storage
 from .array import Array
 from .attributes import Attributes
 from .creation import (
+    check_data_alone,
     check_existing,
     create_array_at,
     data_type_of,
@@ -243,10 +244,7 @@ class Group(Node, Mapping[str, Any]):
         return create_array_at(self.store, self._child_path(name), **kwargs)
 
     def _create_filled(self, name: str, data: Any, kwargs: dict[str, Any]) -> Array:
-        given = [k for k in ("shape", "dtype") if kwargs.get(k) is not None]
-        if given:
-            raise SpecError(f"create_array takes data= or {' and '.join(given)}=, not both: "
-                            "the data decides them")
+        check_data_alone(kwargs.pop("shape", None), kwargs.pop("dtype", None))
         data = np.asarray(data)
         array = self.create_array(name, shape=data.shape, dtype=data_type_of(data), **kwargs)
         try:
@@ -293,15 +291,9 @@ class Group(Node, Mapping[str, Any]):
         settings, in place of any member there."""
         data = np.asarray(value)
         self._check_writable()
-        dtype = data_type_of(data)
         if name in self:  # only a member that would be replaced is worth the trial
-            tried_in_memory(data, data.shape, dtype, zarr_format=self.zarr_format)
-        array = self.create_array(name, shape=data.shape, dtype=dtype, overwrite=True)
-        try:
-            array[...] = data
-        except BaseException:  # no half-written member left behind
-            storage.delete_node(self.store, array.path)
-            raise
+            tried_in_memory(data, data.shape, data_type_of(data), zarr_format=self.zarr_format)
+        self._create_filled(name, data, {"overwrite": True})
 
     def __delitem__(self, name: str) -> None:
         self._check_writable()
