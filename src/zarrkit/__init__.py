@@ -26,14 +26,17 @@ from .api import (
     open_array,
     open_consolidated,
     open_group,
+    open_like,
     save,
+    save_array,
+    save_group,
     tree,
     zeros,
     zeros_like,
 )
 from .array import Array
 from .consolidated import consolidate_metadata
-from .conversion import convert, upgrade_metadata
+from .conversion import convert, from_array, upgrade_metadata
 from .errors import (
     ChecksumError,
     CodecError,
@@ -71,7 +74,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Array", "Group", "open", "open_array", "open_group", "group", "create", "array", "full",
     "zeros", "ones", "empty", "load", "save", "open_consolidated", "create_group", "create_array",
-    "zeros_like", "ones_like", "full_like", "empty_like", "tree",
+    "zeros_like", "ones_like", "full_like", "empty_like", "tree", "save_array", "save_group",
+    "open_like", "from_array",
     "ZarrkitError", "MetadataError", "DataTypeError",
     "CodecError", "CorruptDataError", "ChecksumError", "NodeNotFoundError", "NodeExistsError",
     "NodeTypeError", "InvalidNameError", "SelectionError", "StoreError", "InvalidKeyError", "InvalidValueError",

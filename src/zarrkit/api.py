@@ -21,7 +21,7 @@ from .creation import (
 )
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
 from .group import Group, create_group_at, finished_node, open_node
-from .kvstore import KvStore, ZipStore, close_opened, open_kvstore
+from .kvstore import close_opened, discard_opened, open_kvstore
 from .metadata.names import normalize_path
 
 _MODES = ("r", "r+", "a", "w", "w-")
@@ -82,17 +82,8 @@ def _or_discard(store: Any, where: Any, make: Callable[[], _T]) -> _T:
     try:
         return make()
     except BaseException:
-        _discard_opened_zip(store, where)
+        discard_opened(store, where)
         raise
-
-
-def _discard_opened_zip(store: Any, where: Any) -> bool:
-    """Give up `store` if it is a zip archive opened here from `where` (not the caller's store
-    object); whether it was."""
-    if isinstance(store, ZipStore) and not isinstance(where, KvStore):
-        store._discard()
-        return True
-    return False
 
 
 def open(where: Any = None, mode: str = "a", *, path: str | None = None,
@@ -290,7 +281,7 @@ def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
     try:
         a[...] = data
     except BaseException:
-        if not _discard_opened_zip(a.store, where):  # an archive opened here is left as it was
+        if not discard_opened(a.store, where):  # an archive opened here is left as it was
             storage.delete_node(a.store, a.path)
         raise
     return a
@@ -390,27 +381,86 @@ def tree(group: Group, level: int | None = None) -> str:
     return group.tree(level)
 
 
-def load(where: Any = None, path: str | None = None, *, store: Any = None) -> np.ndarray:
+def load(where: Any = None, path: str | None = None, *,
+         store: Any = None) -> np.ndarray | dict[str, np.ndarray]:
+    """The values of the array at `where`; of a group, a dict of its arrays' values by name
+    (as zarr-python 2 and numpy's `load` of an .npz archive; members that are groups are left
+    out)."""
     where = _store_keyword(where, {"store": store})
     node = open(where, "r", path=path)
     try:
-        if not isinstance(node, Array):
-            raise NodeTypeError(f"{node.name} is a group; load reads arrays")
-        return node[...]
+        if isinstance(node, Array):
+            return node[...]
+        return {name: a[...] for name, a in node.arrays()}
     finally:
         close_opened(node.store, where)  # a zip archive's descriptor
 
 
-def save(where: Any, data: Any, **kwargs: Any) -> Array:
+def save(where: Any = None, *args: Any, **kwargs: Any) -> Array | Group:
+    """zarr-python's `save`: one array given by position is `save_array(where, data,
+    **kwargs)`, the keywords being creation keywords; otherwise `save_group(where, *args,
+    **kwargs)`, the keywords being arrays by name."""
+    if len(args) == 1:
+        return save_array(where, args[0], **kwargs)
+    return save_group(where, *args, **kwargs)
+
+
+def save_array(where: Any = None, data: Any = None, **kwargs: Any) -> Array:
     """`array(data, where, overwrite=True)`; a store opened here from a path is closed when done
     (finishing a zip archive) and the array returned is then opened again read-only."""
     where = _store_keyword(where, kwargs)
+    if data is None:
+        raise SpecError("save_array needs the data to save")
     node = finished_node(array(data, where, overwrite=True, **kwargs), where,
                          storage_options=kwargs.get("storage_options"))
     assert isinstance(node, Array)
     return node
 
 
+#: Keywords of `save_group` that are options, not arrays to save.
+_GROUP_OPTIONS = ("path", "zarr_format", "storage_options", "store")
+
+
+def save_group(where: Any = None, *args: Any, **kwargs: Any) -> Group:
+    """A new group at `where` (replacing what is there) holding the arrays given: by position
+    as "arr_0", "arr_1", ..., by keyword under their names (zarr-python's and numpy's
+    `savez`). Keywords `path`, `zarr_format`, `storage_options` and `store` are options."""
+    options = {k: kwargs.pop(k) for k in _GROUP_OPTIONS if k in kwargs}
+    where = _store_keyword(where, options)
+    members = {f"arr_{i}": a for i, a in enumerate(args)} | kwargs
+    if not members:
+        raise SpecError("nothing to save: give at least one array")
+    for name, value in members.items():
+        if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+            raise SpecError(f"save_group saves arrays; {name} is a {type(value).__name__} "
+                            "(give numpy arrays, or creation keywords to save_array)")
+        if np.dtype(value.dtype).hasobject:  # text: a value that cannot be stored fails
+            data = np.asarray(value)            # here, before the group is replaced
+            tried_in_memory(data, data.shape, data_type_of(data),
+                            zarr_format=options.get("zarr_format") or 3)
+    g = group(where, overwrite=True, path=options.get("path"),
+              zarr_format=options.get("zarr_format"),
+              storage_options=options.get("storage_options"))
+    for name, value in members.items():
+        g.array(name, value)
+    node = finished_node(g, where, storage_options=options.get("storage_options"))
+    assert isinstance(node, Group)
+    return node
+
+
+def open_like(a: Any, where: Any = None, **kwargs: Any) -> Array:
+    """`open_array` (mode "a" unless `mode=`) with the shape, data type, chunks and fill value
+    of `a` (a zarrkit Array, or any array) unless given: created like `a` if missing, while an
+    existing array must agree with them, as with `open`. Mode "r" opens the array as it is."""
+    where = _store_keyword(where, kwargs)
+    if where is None:
+        raise SpecError("open_like needs where the array lives: open_like(a, where) or "
+                        "store=")
+    mode = kwargs.pop("mode", "a")
+    return open_array(where, mode, **(kwargs if mode == "r" else like(a, kwargs, fill=True)))
+
+
 __all__ = ["open", "open_array", "open_group", "open_consolidated", "group", "create_group",
            "create", "create_array", "array", "full", "zeros", "ones", "empty", "full_like",
-           "zeros_like", "ones_like", "empty_like", "tree", "load", "save", "NodeNotFoundError"]
+           "zeros_like", "ones_like", "empty_like", "tree", "load", "save", "save_array",
+           "save_group", "open_like", "NodeNotFoundError"]

@@ -22,6 +22,7 @@ from .errors import (
     NotSupportedError,
     ReadOnlyError,
     SelectionError,
+    SpecError,
 )
 from .indexing import (
     Plan,
@@ -30,6 +31,7 @@ from .indexing import (
     orthogonal_plan,
     vectorized_plan,
 )
+from .info import ArrayInfo
 from .kvstore.base import KvStore
 from .metadata.v3 import ArrayMetadataV3
 from .node import Node
@@ -163,6 +165,22 @@ class Array(Node, SpecNode, SelectionMethods):
         if v2 is not None:
             return () if v2.compressor is None else (v2.compressor,)
         return self._chunk_codecs().bytes_bytes
+
+    @property
+    def compressor(self) -> Any:
+        """A v2 (or v1) array's compressor (a numcodecs codec), or None. NodeTypeError for a v3
+        array, whose bytes->bytes codecs are `compressors`, as in zarr-python."""
+        v2 = self._v2_codec()
+        if v2 is None:
+            raise NodeTypeError(f"array {self.name} is Zarr v3: its bytes->bytes codecs are "
+                                "`compressors`; a single `compressor` is v2's")
+        return v2.compressor
+
+    @property
+    def order(self) -> str:
+        """The order of the elements in a chunk: v2's and v1's "C" or "F"; "C" for v3 (a
+        transpose codec says otherwise). Reads return C-ordered arrays either way."""
+        return str(getattr(self._metadata, "order", "C"))
 
     def _v2_codec(self) -> V2ChunkCodec | None:
         codec = self._metadata.codec_chain.array_bytes
@@ -469,6 +487,29 @@ class Array(Node, SpecNode, SelectionMethods):
     def info(self) -> ArrayInfo:
         return ArrayInfo(self)
 
+    def info_complete(self) -> ArrayInfo:
+        """zarr-python's name for `info`, which counts the stored chunks already."""
+        return self.info
+
+    def with_config(self, config: dict[str, Any] | None = None, **options: Any) -> Array:
+        """This array under other handle settings, zarr-python's array config (a dict or
+        keywords): `write_empty_chunks`, and `order` "C" (reads are always C-ordered)."""
+        if config is not None and not isinstance(config, dict):
+            raise SpecError(f"with_config: config must be a dict; got {config!r}")
+        settings = {**(config or {}), **options}
+        unknown = sorted(set(settings) - {"write_empty_chunks", "order"})
+        if unknown:
+            raise SpecError(f"with_config: unknown settings {', '.join(unknown)}; "
+                            "write_empty_chunks and order are known")
+        if settings.get("order", "C") != "C":
+            raise SpecError(f"with_config: order must be 'C' (reads return C-ordered arrays); "
+                            f"got {settings['order']!r}")
+        write_empty = settings.get("write_empty_chunks", self.write_empty_chunks)
+        if not isinstance(write_empty, bool | np.bool_):
+            raise SpecError(f"with_config: write_empty_chunks must be True or False; got "
+                            f"{write_empty!r}")
+        return _reopen(self.store, self.path, self._metadata, self.read_only, bool(write_empty))
+
 
 class _Indexer:
     def __init__(self, array: Array, planner: Callable[..., Plan]) -> None:
@@ -493,48 +534,6 @@ class _Indexer:
         a._write_fields(lambda: self._planner(selection, a.shape, a.chunks), value, names)
 
 
-class ArrayInfo:
-    """A readable summary of an array (`print(array.info)`)."""
-
-    def __init__(self, array: Array) -> None:
-        self.array = array
-
-    def rows(self) -> list[tuple[str, str]]:
-        a = self.array
-        md = a._metadata
-        try:
-            stored, nstored = a.nbytes_stored(), str(a.nchunks_initialized())
-        except NotSupportedError:  # e.g. plain HTTP cannot list, so nothing can be totalled
-            stored, nstored = None, "?"
-        rows = [
-            ("Type", "Array"), ("Zarr format", str(a.zarr_format)), ("Name", a.name),
-            ("Data type", md.data_type.to_json() if hasattr(md.data_type, "to_json")
-             else str(a.dtype)),
-            ("Shape", str(a.shape)), ("Chunk shape", str(a.chunks)),
-        ]
-        if a.shards is not None:
-            rows.append(("Shard shape", str(a.shards)))
-        rows += [
-            ("Fill value", _scalar_repr(a.fill_value)),
-            ("Codecs", describe_codecs(a.metadata["codecs"]) if a.zarr_format == 3
-             else ", ".join(md.codec_names) or "-"),
-            ("Store", f"{a.store.driver} {a.store.to_json().get('path', '')}".strip()),
-            ("Read-only", str(a.read_only)),
-            ("No. bytes", f"{a.nbytes} ({_human(a.nbytes)})"),
-            ("No. bytes stored", "unknown" if stored is None else f"{stored} ({_human(stored)})"),
-            ("Storage ratio", f"{a.nbytes / stored:.1f}" if stored else "-"),
-            ("Chunks stored", f"{nstored}/{a.nchunks}"),
-        ]
-        return rows
-
-    def __str__(self) -> str:
-        rows = self.rows()
-        width = max(len(k) for k, _ in rows)
-        return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
-
-    __repr__ = __str__
-
-
 def _fitted(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """`value` without the leading length-1 axes numpy ignores in assignments, checked to
     broadcast to `shape` (numpy's rule: the value's shape, not the broadcast of both)."""
@@ -556,48 +555,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _scalar_repr(value: Any) -> str:
-    if isinstance(value, np.datetime64 | np.timedelta64):
-        # As `zarrkit info --json` shows them: .item() gives None for NaT, a datetime repr or
-        # a bare integer (times finer than microseconds).
-        return str(value)
-    if isinstance(value, np.ndarray):  # a record's subarray field
-        return f"[{', '.join(_scalar_repr(v) for v in value)}]"
-    if isinstance(value, np.void) and value.dtype.names:
-        fields = [_scalar_repr(value[name]) for name in value.dtype.names]
-        return f"({', '.join(fields)}{',' if len(fields) == 1 else ''})"
-    item = value.item() if isinstance(value, np.generic) else value
-    return repr(item)
-
-
-def describe_codecs(codecs: list[dict[str, Any]]) -> str:
-    """A one-line summary of a codec chain, e.g. "sharding_indexed[bytes, blosc(lz4)]"."""
-    parts = []
-    for c in codecs:
-        config = c.get("configuration", {})
-        if c["name"] == "sharding_indexed":
-            inner = describe_codecs(config.get("codecs", []))
-            index = describe_codecs(config.get("index_codecs", []))
-            parts.append(f"sharding_indexed[{inner}; index {index} at "
-                         f"{config.get('index_location', 'end')}]")
-        elif c["name"] == "blosc":
-            parts.append(f"blosc({config.get('cname')}, {config.get('shuffle', 'shuffle')})")
-        elif c["name"] in ("zstd", "gzip") and "level" in config:
-            parts.append(f"{c['name']}(level {config['level']})")
-        else:
-            parts.append(c["name"])
-    return ", ".join(parts)
-
-
 def _reopen(store: KvStore, path: str, metadata: Any, read_only: bool,
             write_empty_chunks: bool) -> Array:
     return Array(store, path, metadata, read_only=read_only,
                  write_empty_chunks=write_empty_chunks)
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return str(n)

@@ -26,7 +26,7 @@ from .creation import build_array_document, create_array_from_metadata
 from .creation_v2 import build_v2_metadata
 from .errors import NodeExistsError, NodeNotFoundError, SpecError, ZarrkitError
 from .group import Group, create_group_at, finished_node, open_node
-from .kvstore import close_opened, open_kvstore
+from .kvstore import close_opened, discard_opened, open_kvstore
 from .metadata.json import json_dumps
 from .metadata.names import normalize_path
 from .metadata.upgrade import v2_compressor, v3_codecs, v3_data_type, v3_from_v2
@@ -135,12 +135,20 @@ def _write_unit(dst: Array) -> tuple[int, ...]:
     return dst.shards or dst.chunks
 
 
-def _copy_array(src: Array, dst: Array, report: Any) -> None:
+def _copy_array(src: Any, dst: Array, report: Any) -> None:
+    """`dst[...] = src[...]` a slab at a time (`src` a zarrkit Array or any sliceable array)."""
     write = _write_unit(dst)
-    slab = slab_shape(dst.shape, write, src.chunks, max(dst.dtype.itemsize, 1), SLAB_BYTES)
+    read = getattr(src, "chunks", None)
+    read = read if _int_tuple(read, dst.ndim) else write
+    slab = slab_shape(dst.shape, write, read, max(dst.dtype.itemsize, 1), SLAB_BYTES)
     for region in _regions(dst.shape, slab):
         dst[region] = src[region]
         report(_units(region, write), dst.name)
+
+
+def _int_tuple(value: Any, ndim: int) -> bool:
+    return isinstance(value, tuple) and len(value) == ndim and \
+        all(isinstance(v, int | np.integer) for v in value)
 
 
 def _open_source(where: Any, what: str, **kwargs: Any) -> Array | Group:
@@ -250,6 +258,99 @@ def _create_nodes(planned: list[tuple[str, Array | Group, Any]], store: Any,
         else:
             copies.append((node, create_array_from_metadata(store, path, md)))
     return copies
+
+
+# -- from_array -------------------------------------------------------------------------------
+
+
+def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: str | None = None,
+               chunks: Any = "keep", shards: Any = "keep", filters: Any = "keep",
+               compressors: Any = "keep", serializer: Any = "keep", fill_value: Any = None,
+               zarr_format: int | None = None, chunk_key_encoding: Any = None,
+               dimension_names: Any = None, **kwargs: Any) -> Array:
+    """A new array at `name` below `where` like `data` (a zarrkit Array, or any array: numpy,
+    dask, ...), holding its values unless `write_data=False`: zarr-python's `from_array`.
+
+    "keep" takes the chunks and (into v3) shards of a zarrkit Array (of another array, chunks
+    that it has) and, in the same Zarr format, its filters, serializer and compressors ("auto":
+    the defaults); None for `fill_value`, `chunk_key_encoding` and `dimension_names` keeps a zarrkit Array's.
+    Other keywords (`attributes`, `overwrite`, `storage_options`, `path`...) as for `create`.
+    Values are copied a slab at a time; if copying fails, the new array is removed."""
+    if not (hasattr(data, "shape") and hasattr(data, "dtype")):
+        data = np.asarray(data)
+    source = data if isinstance(data, Array) else None
+    fmt = formats.check_format(zarr_format) or (2 if source and source.zarr_format == 2 else 3)
+    options = _kept(data, source, fmt, {
+        "chunks": chunks, "shards": shards, "filters": filters, "compressors": compressors,
+        "serializer": serializer})
+    if source is not None:
+        options |= _kept_settings(source, fmt, fill_value, chunk_key_encoding, dimension_names)
+    given = {"fill_value": fill_value, "chunk_key_encoding": chunk_key_encoding,
+             "dimension_names": dimension_names}
+    options |= {k: v for k, v in given.items() if v is not None}
+    if name is not None:
+        kwargs["path"] = storage.join(normalize_path(kwargs.pop("path", None) or ""), name)
+    dst = api.create(where, data.shape, _dtype(data, source, fmt), zarr_format=fmt,
+                     **options, **kwargs)
+    if write_data:
+        try:
+            _copy_array(data, dst, lambda *_: None)
+        except BaseException:
+            if not discard_opened(dst.store, where):
+                storage.delete_node(dst.store, dst.path)
+            raise
+    node = finished_node(dst, where, storage_options=kwargs.get("storage_options"))
+    assert isinstance(node, Array)
+    return node
+
+
+def _kept(data: Any, source: Array | None, fmt: int, asked: dict[str, Any]) -> dict[str, Any]:
+    """Creation keywords for the "keep"/"auto" settings of `from_array`: "auto" and what
+    cannot be kept are left out (the defaults)."""
+    same = source is not None and source.zarr_format == fmt
+    kept: dict[str, Any] = {}
+    for key, value in asked.items():
+        if not (isinstance(value, str) and value in ("keep", "auto")):
+            kept[key] = value
+        elif value == "auto":
+            continue
+        elif key == "chunks" and _int_tuple(getattr(data, "chunks", None), len(data.shape)):
+            kept[key] = data.chunks
+        elif key == "shards" and source is not None and source.shards is not None and fmt == 3:
+            kept[key] = source.shards
+        elif key in ("filters", "compressors") and same:
+            kept[key] = getattr(source, key)
+        elif key == "serializer" and same and fmt == 3:
+            kept[key] = source.serializer  # type: ignore[union-attr]
+    return kept
+
+
+def _kept_settings(source: Array, fmt: int, fill_value: Any, chunk_key_encoding: Any,
+                   dimension_names: Any) -> dict[str, Any]:
+    """What a zarrkit Array passes on besides its chunking and codecs."""
+    kept: dict[str, Any] = {}
+    if fill_value is None:
+        kept["fill_value"] = source.fill_value
+    if chunk_key_encoding is None and source.zarr_format == fmt:
+        if fmt == 3:
+            kept["chunk_key_encoding"] = source.metadata["chunk_key_encoding"]
+        else:
+            kept["dimension_separator"] = source._metadata.dimension_separator or "."
+            kept["order"] = source.order
+    names = source.dimension_names
+    if dimension_names is None and names is not None and (fmt == 3 or None not in names):
+        kept["dimension_names"] = names
+    return kept
+
+
+def _dtype(data: Any, source: Array | None, fmt: int) -> Any:
+    """The data type to create: a zarrkit Array's own (its v3 type when both are v3, or
+    made v3 from v2), else the data's."""
+    if source is None or fmt != 3:
+        return data.dtype
+    if source.zarr_format == 3:
+        return source._metadata.data_type
+    return v3_data_type(source._metadata, source.name)
 
 
 # -- upgrade in place -------------------------------------------------------------------------

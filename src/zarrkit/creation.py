@@ -53,7 +53,7 @@ def codec_list(value: Any, what: str) -> list[Any]:
     return list(value)
 
 
-def _shape(value: Any, what: str) -> tuple[int, ...]:
+def parse_shape(value: Any, what: str) -> tuple[int, ...]:
     if isinstance(value, int):
         return (value,)
     try:
@@ -81,7 +81,7 @@ def _chunk_shape(chunks: Any, shape: tuple[int, ...], what: str) -> tuple[int, .
         chunks = (chunks,) * len(shape)
     chunks = tuple(s if c in (-1, None) else c for c, s in zip(chunks, shape, strict=False)) \
         if len(chunks) == len(shape) else chunks
-    result = _shape(chunks, what)
+    result = parse_shape(chunks, what)
     if len(result) != len(shape):
         raise MetadataError(f"{what} {result} must have one entry per dimension of shape {shape}")
     if any(c < 1 for c in result):
@@ -123,7 +123,7 @@ def build_array_document(
     With `shards`, `chunks` is the inner chunk shape and `codecs` (or filters/serializer/
     compressors) the inner chain; a `sharding_indexed` codec is built around it.
     """
-    shape_t = _shape(shape, "shape")
+    shape_t = parse_shape(shape, "shape")
     data_type = _data_type(dtype, fill_value)
     if codecs is None:
         if compressors == "default":

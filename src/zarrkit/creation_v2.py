@@ -15,7 +15,7 @@ import numpy as np
 from numcodecs.abc import Codec as Numcodec
 
 from .codecs.numcodecs_v2 import OBJECT_CODECS
-from .creation import _chunk_shape, _shape, codec_list, dimension_names_list
+from .creation import _chunk_shape, codec_list, dimension_names_list, parse_shape
 from .errors import CodecError, MetadataError, SpecError
 from .metadata.json import storable_attributes
 from .metadata.v2 import DIMENSIONS_ATTRIBUTE, ArrayMetadataV2
@@ -123,7 +123,7 @@ def build_v2_metadata(shape: Any, dtype: Any, *, chunks: Any = None,
     if given:
         raise MetadataError(f"{', '.join(given)}: Zarr v2 has no sharding or codec chains; "
                             "v2 arrays take compressor= and filters=")
-    shape_t = _shape(shape, "shape")
+    shape_t = parse_shape(shape, "shape")
     filter_list = [_codec_config(f, f"filters[{i}]")
                    for i, f in enumerate(codec_list(filters or (), "filters"))]
     data_type, filter_list = _data_type(dtype, filter_list, fill_value)

@@ -20,6 +20,7 @@ from .creation import (
     digit_fill,
     full_like_kwargs,
     like,
+    parse_shape,
     tried_in_memory,
 )
 from .errors import (
@@ -31,9 +32,11 @@ from .errors import (
     ReadOnlyError,
     SpecError,
 )
+from .info import GroupInfo
 from .kvstore import finish_opened
 from .kvstore.base import KvStore
 from .metadata.consolidated import ConsolidatedView
+from .metadata.data_type import DataType
 from .metadata.names import normalize_path, validate_node_name
 from .metadata.v3 import GroupMetadataV3
 from .node import Node
@@ -210,17 +213,43 @@ class Group(Node, Mapping[str, Any]):
             raise NodeTypeError(f"{node.name} is an array, not a group")
         return node
 
-    def require_array(self, name: str, **kwargs: Any) -> Array:
+    def require_groups(self, *names: str) -> tuple[Group, ...]:
+        """`require_group` of each name, in order."""
+        return tuple(self.require_group(name) for name in names)
+
+    def require_array(self, name: str, *, exact: bool = False, **kwargs: Any) -> Array:
         """The array member `name`, created if missing (keyword arguments as for
-        `create_array`); an existing one must match the keywords given (SpecError if not)."""
-        node, created = self._require(name, self.create_array, kwargs)
-        if not isinstance(node, Array):
-            raise NodeTypeError(f"{node.name} is a group, not an array")
+        `create_array`); an existing one must match the keywords given (SpecError if not),
+        except that without `exact` its data type need only cast safely to `dtype` (as in
+        zarr-python and h5py). `data` and `attributes` are used only when creating."""
+        node, created = self._require_array(name, self.create_array, kwargs)
         if not created:
             rest = {k: v for k, v in kwargs.items()
-                    if k not in ("zarr_format", "write_empty_chunks")}
+                    if k not in ("zarr_format", "write_empty_chunks", "data")}
+            if not exact:
+                _check_castable(node, rest.pop("dtype", None))
             check_existing(node._metadata, node.path, rest)
         return node
+
+    def require_dataset(self, name: str, shape: Any = None, dtype: Any = None, *,
+                        exact: bool = False, **kwargs: Any) -> Array:
+        """h5py's and zarr-python 2's `require_array`: an existing array must have `shape` and
+        `dtype` (exactly with `exact`, else a data type that casts safely to it); the other
+        keywords are used only when creating, as `create_dataset` takes them."""
+        given = {k: v for k, v in (("shape", shape), ("dtype", dtype)) if v is not None}
+        node, created = self._require_array(name, self.create_dataset, kwargs | given)
+        if not created:
+            check_existing(node._metadata, node.path, given if exact else {"shape": shape})
+            if not exact:
+                _check_castable(node, dtype)
+        return node
+
+    def _require_array(self, name: str, create: Callable[..., Any],
+                       kwargs: dict[str, Any]) -> tuple[Array, bool]:
+        node, created = self._require(name, create, kwargs)
+        if not isinstance(node, Array):
+            raise NodeTypeError(f"{node.name} is a group, not an array")
+        return node, created
 
     def _require(self, name: str, create: Callable[..., Any],
                  kwargs: dict[str, Any]) -> tuple[Any, bool]:
@@ -236,6 +265,7 @@ class Group(Node, Mapping[str, Any]):
         """Create an array member; keyword arguments as for `zarrkit.create`. `data` gives the
         shape, data type and values at once (so it excludes `shape` and `dtype`)."""
         if data is not None:
+            check_data_alone(kwargs.pop("shape", None), kwargs.pop("dtype", None))
             return self._create_filled(name, data, kwargs)
         self._check_writable()
         _validate_names(name)
@@ -243,10 +273,32 @@ class Group(Node, Mapping[str, Any]):
         kwargs.setdefault("zarr_format", self.zarr_format)
         return create_array_at(self.store, self._child_path(name), **kwargs)
 
-    def _create_filled(self, name: str, data: Any, kwargs: dict[str, Any]) -> Array:
-        check_data_alone(kwargs.pop("shape", None), kwargs.pop("dtype", None))
+    def create_dataset(self, name: str, shape: Any = None, dtype: Any = None, *,
+                       data: Any = None, **kwargs: Any) -> Array:
+        """h5py's and zarr-python 2's name for `create_array`, which also takes `data` with a
+        `shape` (it must be the data's) or `dtype` (the data is cast to it)."""
+        if data is None:
+            given = {k: v for k, v in (("shape", shape), ("dtype", dtype)) if v is not None}
+            return self.create_array(name, **given, **kwargs)
         data = np.asarray(data)
-        array = self.create_array(name, shape=data.shape, dtype=data_type_of(data), **kwargs)
+        if shape is not None and parse_shape(shape, "shape") != data.shape:
+            raise SpecError(f"shape={shape!r} is not the shape of the data, {data.shape}")
+        return self._create_filled(name, data, kwargs, dtype)
+
+    def create(self, name: str, shape: Any = None, dtype: Any = None, **kwargs: Any) -> Array:
+        """zarr-python's alias of `create_dataset`."""
+        return self.create_dataset(name, shape, dtype, **kwargs)
+
+    def array(self, name: str, data: Any = None, **kwargs: Any) -> Array:
+        """zarr-python's `g.array(name, data)`: a member holding `data` (as `create_dataset`)."""
+        return self.create_dataset(name, data=data, **kwargs)
+
+    def _create_filled(self, name: str, data: Any, kwargs: dict[str, Any],
+                       dtype: Any = None) -> Array:
+        """A new member holding `data`, in its data type unless `dtype` is given."""
+        data = np.asarray(data)
+        dtype = data_type_of(data) if dtype is None else dtype
+        array = self.create_array(name, shape=data.shape, dtype=dtype, **kwargs)
         try:
             array[...] = data
         except BaseException:  # no half-written member left behind
@@ -303,7 +355,52 @@ class Group(Node, Mapping[str, Any]):
         self._consolidated = None
         storage.delete_node(self.store, path)
 
+    def move(self, source: str, dest: str) -> None:
+        """Move the member `source`, with everything below it, to `dest` (both relative to
+        this group; `dest` must be free, and its missing parent groups are created). Keys are
+        copied, then the source deleted: a failure part-way leaves the source as it was."""
+        self._check_writable()
+        old, new = self._child_path(source), self._child_path(dest)
+        _validate_names(dest)
+        if not storage.node_exists(self.store, old, self.zarr_format):
+            raise NodeNotFoundError(f"group {self.name} has no member {source!r} to move")
+        if new == old or new.startswith(old + "/"):
+            raise InvalidNameError(f"cannot move {source!r} to {dest!r}, inside itself")
+        if next(iter(self.store.list_prefix(storage.prefix_of(new))), None) is not None:
+            raise NodeExistsError(f"cannot move {source!r} to {dest!r}: something is there")
+        self._consolidated = None
+        storage.move_node(self.store, old, new, self.zarr_format)
+
+    # -- walking ---------------------------------------------------------------------------------
+    def visititems(self, func: Callable[[str, Array | Group], Any]) -> Any:
+        """h5py's and zarr-python 2's walk: `func(path, node)` for every node below this group,
+        each group before its members; the first result that is not None ends the walk and is
+        returned."""
+        for path, node in self.members(None):
+            result = func(path, node)
+            if result is not None:
+                return result
+        return None
+
+    def visit(self, func: Callable[[str], Any]) -> Any:
+        """`visititems` with the path alone."""
+        return self.visititems(lambda path, _: func(path))
+
+    visitkeys = visit
+
+    def visitvalues(self, func: Callable[[Array | Group], Any]) -> Any:
+        """`visititems` with the node alone."""
+        return self.visititems(lambda _, node: func(node))
+
     # -- display ---------------------------------------------------------------------------------
+    @property
+    def info(self) -> GroupInfo:
+        return GroupInfo(self)
+
+    def info_complete(self) -> GroupInfo:
+        """zarr-python's name for `info`, which counts the members already."""
+        return self.info
+
     def tree(self, level: int | None = None) -> str:
         """The hierarchy below this group as indented text."""
         lines = [self.name if self.path else "/"]
@@ -321,6 +418,17 @@ def _checked_depth(max_depth: Any) -> int | None:
     if depth < 0:
         raise SpecError(f"max_depth must be None or an integer >= 0; got {max_depth!r}")
     return depth
+
+
+def _check_castable(node: Array, dtype: Any) -> None:
+    """zarr-python's and h5py's rule for an existing array required without `exact`: its
+    values must cast safely to the data type asked for."""
+    if dtype is None:
+        return
+    asked = DataType.parse(dtype).dtype
+    if not np.can_cast(node.dtype, asked):
+        raise SpecError(f"dtype={dtype!r} does not match the existing array {node.name}: its "
+                        f"values ({node.dtype}) do not cast safely to {asked}")
 
 
 def _validate_names(name: str) -> None:

@@ -104,6 +104,29 @@ def delete_node(store: KvStore, path: str) -> None:
         store.delete_prefix("")
 
 
+#: Keys copied per request while moving a node (values held in memory at once).
+MOVE_BATCH = 16
+
+
+def move_node(store: KvStore, source: str, dest: str, zarr_format: int) -> None:
+    """Move the node at `source`, with everything below it, to the free path `dest`: every key
+    is copied, then `source` deleted, so a failure while copying removes the partial copy and
+    leaves `source` whole (stores have no rename of a prefix)."""
+    ensure_parents(store, dest, zarr_format)
+    old, new = prefix_of(source), prefix_of(dest)
+    keys = list(store.list_prefix(old))
+    try:
+        for start in range(0, len(keys), MOVE_BATCH):
+            batch = keys[start:start + MOVE_BATCH]
+            values = store.get_many([(k, None) for k in batch])
+            store.set_many([(new + k[len(old):], v)
+                            for k, v in zip(batch, values, strict=True) if v is not None])
+    except BaseException:
+        store.delete_prefix(new)
+        raise
+    delete_node(store, source)
+
+
 def _forget_consolidated(store: KvStore, path: str) -> None:
     """Drop the records of `path` and the nodes below it from every ancestor's consolidated
     metadata (v3 `consolidated_metadata` member, v2 `.zmetadata`), read in one request."""

@@ -386,3 +386,11 @@ def close_opened(store: KvStore, where: Any) -> bool:
     store.close()
     return True
 
+
+def discard_opened(store: KvStore, where: Any) -> bool:
+    """Give up `store` if it is a zip archive opened from `where` (not the caller's store
+    object): its changes dropped, the archive left as it was. Whether it was."""
+    if isinstance(store, ZipStore) and not isinstance(where, KvStore):
+        store._discard()
+        return True
+    return False
