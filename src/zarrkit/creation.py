@@ -28,6 +28,7 @@ from .errors import (
 from .kvstore.base import KvStore
 from .kvstore.memory import MemoryStore
 from .metadata.data_type import DataType
+from .metadata.json import json_dumps, json_loads
 from .metadata.names import normalize_path
 from .metadata.v3 import ArrayMetadataV3
 
@@ -39,7 +40,32 @@ AUTO_CHUNK_ELEMENTS = 1 << 20
 
 
 def _codec_json(codec: Any) -> Any:
-    return codec.to_json() if isinstance(codec, Codec) else codec
+    if isinstance(codec, Codec):
+        return codec.to_json()
+    doc = _zarr_python_codec(codec)
+    return codec if doc is None else doc
+
+
+def _zarr_python_codec(codec: Any) -> dict[str, Any] | None:
+    """The JSON of a codec object of zarr-python's (or numcodecs.zarr3's), by its `to_dict()`;
+    None for anything else. Settings zarr-python derives from the data type when they were not
+    given (a BloscCodec's typesize and shuffle: its `_tunable_attrs`) are left out, and then
+    derived here by the same rule."""
+    to_dict = getattr(codec, "to_dict", None)
+    if isinstance(codec, dict) or not callable(to_dict):
+        return None
+    doc = json_loads(json_dumps(to_dict()), what=f"codec {codec!r}")  # tuples become lists
+    if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
+        raise CodecError(f"codec {codec!r}: its to_dict() is not a codec's JSON")
+    config = doc.get("configuration")
+    for tuned in getattr(codec, "_tunable_attrs", ()):
+        if isinstance(config, dict):
+            config.pop(tuned, None)
+    return doc
+
+
+def _is_one_codec(value: Any) -> bool:
+    return isinstance(value, dict | Codec) or _zarr_python_codec(value) is not None
 
 
 def codec_list(value: Any, what: str) -> list[Any]:
@@ -130,7 +156,7 @@ def build_array_document(
             compressors = DEFAULT_COMPRESSORS
         elif compressors is None:
             compressors = ()
-        elif isinstance(compressors, dict | Codec):
+        elif _is_one_codec(compressors):
             compressors = (compressors,)
         codecs = [*codec_list(filters or (), "filters"),
                   serializer or _default_serializer(data_type),

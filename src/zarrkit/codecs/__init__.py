@@ -9,6 +9,7 @@ from .bytes import BytesCodec
 from .chain import CodecChain
 from .crc32c import Crc32cCodec
 from .gzip import GzipCodec
+from .numcodecs_v3 import PREFIX as NUMCODECS_PREFIX
 from .registry import get_codec_class, parse_codec, register_codec, registered_codecs
 from .sharding import ShardingCodec
 from .transpose import TransposeCodec
@@ -17,6 +18,6 @@ from .zstd import ZstdCodec
 
 __all__ = [
     "ArrayArrayCodec", "ArrayBytesCodec", "BloscCodec", "Buffer", "BytesBytesCodec", "BytesCodec",
-    "ChunkSpec", "Codec", "CodecChain", "Crc32cCodec", "GzipCodec", "ShardingCodec", "TransposeCodec",
+    "ChunkSpec", "Codec", "CodecChain", "Crc32cCodec", "GzipCodec", "NUMCODECS_PREFIX", "ShardingCodec", "TransposeCodec",
     "VLenBytesCodec", "VLenUTF8Codec", "ZstdCodec", "get_codec_class", "parse_codec", "register_codec", "registered_codecs",
 ]
