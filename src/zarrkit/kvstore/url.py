@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from ..errors import InvalidKeyError, SpecError
+from . import foreign
 from .base import KvStore, validate_key
 from .file import FileStore
 from .memory import MemoryStore
@@ -220,7 +221,14 @@ def _zip_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
     return ZipStore(archive, mode), inner
 
 
+def _object_only(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
+    raise SpecError(f"a {spec['driver']!r} kvstore is another library's Python object: give "
+                    "that object (a dict, fsspec map, zarr-python store), not its spec")
+
+
 for _driver in (
+    KvStoreDriver("mapping", _object_only, members=frozenset({"path"})),
+    KvStoreDriver("fsspec", _object_only, members=frozenset({"path", "protocol"})),
     KvStoreDriver("file", _file_open, _file_from_url, _file_to_url,
                   members=frozenset({"path", "context", "file_io_concurrency", "file_io_sync",
                                      "file_io_locking", "file_io_mode"})),
@@ -360,6 +368,9 @@ def open_kvstore(
     if isinstance(where, KvStore):
         return where, ""
     options = _options(read_only, mode)
+    adapted = foreign.adapt(where, options.read_only)  # a dict, an FSMap, zarr-python's stores
+    if adapted is not None:
+        return adapted
     if storage_options:
         options = dataclasses.replace(options, storage_options=storage_options)
     spec = normalize_kvstore_spec(where)

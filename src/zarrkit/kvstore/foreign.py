@@ -1,0 +1,225 @@
+"""Other libraries' stores as zarrkit stores, so `zarrkit.open(store)` takes what zarr-python
+users already hold: a mapping of keys to bytes (a dict, zarr-python 2's stores), an fsspec
+`FSMap` (`fsspec.get_mapper(url)`, kerchunk's `reference://` maps included), and zarr-python 3's
+store objects (`LocalStore`, `MemoryStore`, `FsspecStore`, `ZipStore`).
+
+A mapping is used as it is (values written as bytes); an fsspec file system through its own
+calls, so byte ranges and batches of reads are single requests. Writes are as atomic as the
+mapping or file system makes them; locks exclude this process's threads only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from typing import Any
+
+from ..errors import SpecError
+from ._util import as_bytes, resolve_range
+from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
+from .file import FileStore
+
+
+class MappingStore(KvStore):
+    """A mapping of keys ("a/zarr.json") to bytes; read-only unless it is mutable."""
+
+    driver = "mapping"
+
+    def __init__(self, mapping: Mapping[str, Any], read_only: bool = False) -> None:
+        super().__init__(read_only=read_only or not isinstance(mapping, MutableMapping))
+        self.mapping = mapping
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return MappingStore, (self.mapping, self.read_only)
+
+    def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+        try:
+            value = self.mapping[validate_key(key)]
+        except KeyError:
+            return None
+        value = _bytes_of(value)
+        return value if byte_range is None else value[slice(*resolve_range(byte_range,
+                                                                           len(value)))]
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        validate_prefix(prefix)
+        return iter([k for k in list(self.mapping) if k.startswith(prefix)])  # a snapshot
+
+    def _set(self, key: str, value: Buffer) -> None:
+        self.mapping[key] = as_bytes(value)  # type: ignore[index]
+
+    def _delete(self, key: str) -> None:
+        self.mapping.pop(key, None)  # type: ignore[attr-defined]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"driver": self.driver}
+
+
+def _bytes_of(value: Any) -> bytes:
+    """A mapping's value as bytes (zarr-python 3's memory store holds its own Buffer type)."""
+    to_bytes = getattr(value, "to_bytes", None)
+    return to_bytes() if callable(to_bytes) else as_bytes(value)
+
+
+class FsspecStore(KvStore):
+    """Keys are files below `root` in an fsspec file system."""
+
+    driver = "fsspec"
+
+    def __init__(self, fs: Any, root: str = "", read_only: bool = False) -> None:
+        super().__init__(read_only=read_only)
+        self.fs = fs
+        self.root = root.rstrip("/")
+        self._local = "file" in _protocols(fs) or "local" in _protocols(fs)
+        # Remote file systems are latency-bound: keep requests in flight.
+        self.io_concurrency = 0 if self._local else 16
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return FsspecStore, (self.fs, self.root, self.read_only)
+
+    def _path(self, key: str) -> str:
+        validate_key(key)
+        return f"{self.root}/{key}" if self.root else key
+
+    def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+        return self.get_many([(key, byte_range)])[0]
+
+    def get_many(self, requests: Sequence[tuple[str, ByteRange | None]]
+                 ) -> list[Buffer | None]:
+        if not requests:
+            return []
+        paths = [self._path(key) for key, _ in requests]
+        bounds = [_bounds(rng) for _, rng in requests]
+        found = self.fs.cat_ranges(paths, [b[0] for b in bounds], [b[1] for b in bounds],
+                                   on_error="return")
+        return [self._value(key, rng, got) for (key, rng), got in zip(requests, found,
+                                                                        strict=True)]
+
+    def _value(self, key: str, rng: ByteRange | None, got: Any) -> Buffer | None:
+        if isinstance(got, FileNotFoundError | KeyError):
+            return None
+        if isinstance(got, OSError | ValueError) and rng is not None and rng.offset < 0:
+            whole = self.get(key)  # a suffix longer than the value: some seek before its start
+            return None if whole is None else rng.slice_of(whole)
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        validate_prefix(prefix)
+        top = self._path(prefix[:-1]) if prefix else self.root
+        start = len(self.root) + 1 if self.root else 0
+        try:
+            found = self.fs.find(top) if top else self.fs.find("")
+        except FileNotFoundError:
+            return iter(())
+        names = (self.fs._strip_protocol(p) for p in found)
+        return iter([p[start:] for p in names if p[start:].startswith(prefix)])
+
+    def _set(self, key: str, value: Buffer) -> None:
+        path = self._path(key)
+        if self._local:  # local directories are not made by writing below them
+            self.fs.makedirs(path.rpartition("/")[0] or ".", exist_ok=True)
+        self.fs.pipe_file(path, as_bytes(value))
+
+    def _delete(self, key: str) -> None:
+        try:
+            self.fs.rm_file(self._path(key))
+        except FileNotFoundError:
+            pass
+
+    def to_json(self) -> dict[str, Any]:
+        return {"driver": self.driver, "protocol": _protocols(self.fs)[0], "path": self.root}
+
+
+def _protocols(fs: Any) -> tuple[str, ...]:
+    protocol = fs.protocol
+    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
+
+
+def _bounds(rng: ByteRange | None) -> tuple[int | None, int | None]:
+    """fsspec's (start, end) for a range: a negative start counts from the end."""
+    if rng is None:
+        return None, None
+    if rng.offset < 0 or rng.length is None:
+        return rng.offset, None
+    return rng.offset, rng.offset + rng.length
+
+
+# -- recognising them -----------------------------------------------------------------------------
+
+
+def adapt(where: Any, read_only: bool) -> tuple[KvStore, str] | None:
+    """(a zarrkit store, path within it) for another library's store object; None if `where`
+    is not one (a path, URL or spec)."""
+    if isinstance(where, str | bytes | os.PathLike):
+        return None
+    module = type(where).__module__ or ""
+    if module.startswith("zarr.storage") or module.startswith("zarr.abc"):
+        return _zarr_python_store(where, read_only)
+    if module.startswith("fsspec") and hasattr(where, "fs") and hasattr(where, "root"):
+        return FsspecStore(where.fs, where.root, read_only), ""  # an FSMap
+    if isinstance(where, Mapping) and not _is_spec(where):
+        return MappingStore(where, read_only), ""
+    return None
+
+
+def _is_spec(where: Mapping[str, Any]) -> bool:
+    """A TensorStore-style spec rather than a store's contents: it has a driver, or values
+    that are no store values (an empty dict is an empty store)."""
+    if "driver" in where:
+        return True
+    return not all(isinstance(v, bytes | bytearray | memoryview) for v in where.values())
+
+
+def _zarr_python_store(store: Any, read_only: bool) -> tuple[KvStore, str]:
+    read_only = read_only or bool(getattr(store, "read_only", False))
+    kind = type(store).__name__
+    if kind == "LocalStore":
+        return FileStore(str(store.root), read_only=read_only), ""
+    if kind == "MemoryStore":
+        return MappingStore(_BufferDict(store._store_dict), read_only), ""
+    if kind == "FsspecStore":
+        return FsspecStore(_sync_fs(store.fs), store.path, read_only), ""
+    if kind == "ZipStore":
+        from .url import open_kvstore
+
+        return open_kvstore(str(store.path), read_only=read_only)
+    raise SpecError(f"cannot use zarr-python's {kind} as a zarrkit store (LocalStore, "
+                    "MemoryStore, FsspecStore and ZipStore can be)")
+
+
+def _sync_fs(fs: Any) -> Any:
+    """zarr-python's file systems are asynchronous instances; zarrkit calls them directly."""
+    if getattr(fs, "sync_fs", None) is not None:  # fsspec's wrapper of a synchronous one
+        return fs.sync_fs
+    if not getattr(fs, "asynchronous", False):
+        return fs
+    return type(fs)(**{**(fs.storage_options or {}), "asynchronous": False})
+
+
+class _BufferDict(MutableMapping[str, Any]):
+    """zarr-python 3's memory store dict (values of its Buffer type) as one of bytes."""
+
+    def __init__(self, values: MutableMapping[str, Any]) -> None:
+        self.values = values
+
+    def __getitem__(self, key: str) -> bytes:
+        return self.values[key].to_bytes()
+
+    def __setitem__(self, key: str, value: bytes) -> None:
+        from zarr.core.buffer import default_buffer_prototype
+
+        self.values[key] = default_buffer_prototype().buffer.from_bytes(value)
+
+    def __delitem__(self, key: str) -> None:
+        del self.values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self.values))
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+__all__ = ["FsspecStore", "MappingStore", "adapt"]
