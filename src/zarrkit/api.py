@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -20,7 +20,7 @@ from .creation import (
     tried_in_memory,
 )
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
-from .group import Group, create_group_at, finished_node, open_node
+from .group import Group, create_group_at, create_hierarchy_at, finished_node, open_node
 from .kvstore import close_opened, discard_opened, open_kvstore
 from .metadata.names import normalize_path
 
@@ -361,6 +361,21 @@ def create_array(where: Any = None, *, name: str | None = None, shape: Any = Non
     return create(where, shape, dtype, path=name, **kwargs)
 
 
+def create_hierarchy(where: Any = None, nodes: Mapping[str, Any] | None = None, *,
+                     store: Any = None, path: str | None = None, overwrite: bool = False,
+                     storage_options: dict[str, Any] | None = None) -> dict[str, Array | Group]:
+    """Create a hierarchy from its nodes' metadata by path (zarr-python's `create_hierarchy`):
+    each a metadata document (`zarr.json`, or v2's `.zarray`/`.zgroup` with `attributes`), a
+    zarrkit node or zarr-python's metadata object; the groups they imply are added. All is
+    checked before anything is written; nodes given where nodes exist are refused unless
+    `overwrite`, while existing groups where groups are implied are kept. Returns every node
+    of the hierarchy, opened, by path."""
+    where = _store_keyword(where, {"store": store})
+    kvstore, root = _resolve(where, path, "a", storage_options)
+    return _or_discard(kvstore, where, lambda: create_hierarchy_at(kvstore, root, nodes or {},
+                                                                   overwrite))
+
+
 def open_consolidated(where: Any = None, mode: str = "r", **kwargs: Any) -> Group:
     """`open_group` requiring consolidated metadata (MetadataError if the group has none), so
     members are never listed from the store. Opens existing groups only: mode "a" acts as
@@ -463,4 +478,4 @@ def open_like(a: Any, where: Any = None, **kwargs: Any) -> Array:
 __all__ = ["open", "open_array", "open_group", "open_consolidated", "group", "create_group",
            "create", "create_array", "array", "full", "zeros", "ones", "empty", "full_like",
            "zeros_like", "ones_like", "empty_like", "tree", "load", "save", "save_array",
-           "save_group", "open_like", "NodeNotFoundError"]
+           "save_group", "open_like", "create_hierarchy", "NodeNotFoundError"]

@@ -32,7 +32,9 @@ from .indexing import (
     vectorized_plan,
 )
 from .info import ArrayInfo
+from .kvstore import open_kvstore
 from .kvstore.base import KvStore
+from .metadata.names import normalize_path
 from .metadata.v3 import ArrayMetadataV3
 from .node import Node
 from .selection_methods import SelectionMethods
@@ -55,6 +57,17 @@ class Array(Node, SpecNode, SelectionMethods):
         self.read_only = read_only or store.read_only or formats.format_of(metadata) == 1
         self.write_empty_chunks = write_empty_chunks
         self._set_metadata(metadata)
+
+    @classmethod
+    def open(cls, store: Any, *, zarr_format: int | None = None) -> Array:
+        """zarr-python's `Array.open`: the existing array at `store` (a path, URL, spec or
+        store object)."""
+        kvstore, path = open_kvstore(store)
+        path = normalize_path(path)
+        found = storage.find_node(kvstore, path, formats.check_format(zarr_format))
+        if not formats.is_array(found.metadata):
+            raise NodeTypeError(f"/{path} is a group, not an array")
+        return cls(kvstore, path, found.metadata)
 
     def _set_metadata(self, metadata: ArrayMetadataV3) -> None:
         self._metadata = metadata

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from . import formats, storage
+from . import formats, hierarchy, storage
 from .array import Array
 from .attributes import Attributes
 from .creation import (
@@ -33,7 +33,7 @@ from .errors import (
     SpecError,
 )
 from .info import GroupInfo
-from .kvstore import finish_opened
+from .kvstore import finish_opened, open_kvstore
 from .kvstore.base import KvStore
 from .metadata.consolidated import ConsolidatedView
 from .metadata.data_type import DataType
@@ -52,6 +52,26 @@ class Group(Node, Mapping[str, Any]):
         #: The members' metadata from consolidated metadata, if the group was opened with it;
         #: dropped once this object changes the membership (it would be stale).
         self._consolidated: ConsolidatedView | None = None
+
+    # -- zarr-python's constructors -------------------------------------------------------------
+    @classmethod
+    def open(cls, store: Any, *, zarr_format: int | None = None,
+             use_consolidated: bool | None = None) -> Group:
+        """The existing group at `store` (a path, URL, spec or store object)."""
+        kvstore, path = open_kvstore(store)
+        node = open_node(kvstore, normalize_path(path), zarr_format=formats.check_format(
+            zarr_format), use_consolidated=use_consolidated)
+        if not isinstance(node, Group):
+            raise NodeTypeError(f"{node.name} is an array, not a group")
+        return node
+
+    @classmethod
+    def from_store(cls, store: Any, *, attributes: dict[str, Any] | None = None,
+                   zarr_format: int = 3, overwrite: bool = False) -> Group:
+        """A new group at `store` (NodeExistsError if a node is there, unless `overwrite`)."""
+        kvstore, path = open_kvstore(store)
+        return create_group_at(kvstore, path, attributes=attributes, overwrite=overwrite,
+                               zarr_format=formats.check_format(zarr_format) or 3)
 
     # -- description -----------------------------------------------------------------------------
 
@@ -371,6 +391,14 @@ class Group(Node, Mapping[str, Any]):
         self._consolidated = None
         storage.move_node(self.store, old, new, self.zarr_format)
 
+    def create_hierarchy(self, nodes: Mapping[str, Any], *,
+                         overwrite: bool = False) -> dict[str, Array | Group]:
+        """Create the nodes below this group from their metadata, by relative path, and the
+        groups they imply (see `zarrkit.create_hierarchy`); every node by relative path."""
+        self._check_writable()
+        self._consolidated = None
+        return create_hierarchy_at(self.store, self.path, nodes, overwrite)
+
     # -- walking ---------------------------------------------------------------------------------
     def visititems(self, func: Callable[[str, Array | Group], Any]) -> Any:
         """h5py's and zarr-python 2's walk: `func(path, node)` for every node below this group,
@@ -483,6 +511,15 @@ def finished_after(_written: Any, node: Array | Group, where: Any,
                    storage_options: Any = None) -> Array | Group:
     """`finished_node` as the last task of delayed writes (dask), which it depends on."""
     return finished_node(node, where, storage_options=storage_options)
+
+
+def create_hierarchy_at(store: KvStore, root: str, nodes: Mapping[str, Any],
+                        overwrite: bool) -> dict[str, Array | Group]:
+    """`hierarchy.plan` and `write` below `root`; the nodes, opened, by path below `root`."""
+    given, implied = hierarchy.plan(nodes, root)
+    written = hierarchy.write(store, root, given, implied, overwrite)
+    return {(p[len(root):].lstrip("/") if root else p):
+            open_node(store, p, found=formats.Found(md)) for p, md in written.items()}
 
 
 def create_group_at(store: KvStore, path: str, *, attributes: dict[str, Any] | None = None,
