@@ -3,6 +3,8 @@ results, index-array bounds, broadcast writes, implicit bounds that follow a res
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 import tensorstore as ts
@@ -209,3 +211,19 @@ def test_labelled_open_describes_itself_as_tensorstore_does(tmp_path, driver):
         assert av.codec == a.codec and av.dtype == tv.dtype.numpy_dtype
         assert av.fill_value == a.fill_value and av.rank == tv.rank
     assert a.spec().domain.labels == ("x", "y", "z")
+
+
+def test_view_futures_can_be_awaited():
+    """As TensorStore's: asyncio code awaits reads and writes, and sees their errors."""
+    a = zarrkit.zeros((4, 4), dtype="i4")
+
+    async def main():
+        await a.view[1:3].write(np.ones((2, 4)))
+        both = await asyncio.gather(a.view[0].read(), a.view[1].read())
+        with pytest.raises(zarrkit.SelectionError):
+            await a.view.write(np.ones((9, 9)))
+        return both
+
+    first, second = asyncio.run(main())
+    assert first.tolist() == [0, 0, 0, 0] and second.tolist() == [1, 1, 1, 1]
+    assert a.view[2].read().result().tolist() == [1, 1, 1, 1]  # still a plain future too

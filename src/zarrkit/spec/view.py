@@ -2,7 +2,7 @@
 
 `View` composes TensorStore's operations (`[...]`, `.oindex`, `.vindex`, `.translate_to`,
 `.translate_by`, `.label`, `.T`, `.transpose`) without touching data; `read()` and `write()`
-return `concurrent.futures.Future`s. Executing a view computes the equivalent selection on the
+return `concurrent.futures.Future`s that asyncio code may also await. Executing a view computes the equivalent selection on the
 base array: a basic (slice/integer) selection when every output dimension is a constant or a
 strided input dimension used once, otherwise point (vindex) selection of the broadcast
 coordinates.
@@ -10,6 +10,7 @@ coordinates.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 from collections.abc import Callable
@@ -37,6 +38,29 @@ def _executor() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(4, thread_name_prefix="zkview")
         return _pool
+
+
+class ViewFuture(Future):  # type: ignore[type-arg]
+    """A `concurrent.futures.Future` that asyncio code may also `await`, as TensorStore's."""
+
+    def __await__(self) -> Any:
+        return asyncio.wrap_future(self).__await__()
+
+
+def _submit(fn: Callable[..., Any], *args: Any) -> ViewFuture:
+    """`fn(*args)` run on the views' pool, as a `ViewFuture`."""
+    future = ViewFuture()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return  # cancelled while queued
+        try:
+            future.set_result(fn(*args))
+        except BaseException as e:  # noqa: BLE001 - handed to whoever waits on the future
+            future.set_exception(e)
+
+    _executor().submit(run)
+    return future
 
 
 class View:
@@ -149,12 +173,13 @@ class View:
         return self._with(self.transform.transpose(axes))
 
     # -- data --------------------------------------------------------------------------------
-    def read(self) -> Future[np.ndarray]:
-        return _executor().submit(read_view, self.base, self.transform)
+    def read(self) -> ViewFuture:
+        """A future of the values (`.result()`, or `await` it)."""
+        return _submit(read_view, self.base, self.transform)
 
-    def write(self, value: Any) -> Future[None]:
+    def write(self, value: Any) -> ViewFuture:
         value = np.asarray(value)  # taken now: the caller may reuse its buffer afterwards
-        return _executor().submit(write_view, self.base, self.transform, value)
+        return _submit(write_view, self.base, self.transform, value)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return as_numpy(lambda: read_view(self.base, self.transform), dtype, copy,
