@@ -123,3 +123,18 @@ def test_store_json_cannot_reopen_the_object():
     with pytest.raises(zarrkit.SpecError, match="another library's Python object"):
         zarrkit.open_group({"driver": "mapping"})
     assert json.dumps(a.spec().to_json())  # the array's spec is still JSON
+
+
+def test_fsspec_failures_are_store_errors(tmp_path):
+    where = tmp_path / "bad.zarr"
+    mapper = fsspec.get_mapper(f"file://{where}")
+    zarrkit.save_array(mapper, np.arange(4), chunks=(2,))
+    (where / "c" / "0").unlink()
+    (where / "c" / "0").mkdir()  # where a chunk file should be: neither read nor written
+    (where / "c" / "0" / "x").write_bytes(b"")
+    a = zarrkit.open(mapper)
+    with pytest.raises(zarrkit.StoreError, match="cannot read 'c/0'"):
+        a[...]
+    with pytest.raises(zarrkit.StoreError, match="cannot write 'c/0'"):
+        a[:2] = [7, 8]
+    assert a[2:].tolist() == [2, 3]

@@ -210,3 +210,25 @@ def test_with_config():
         a.with_config(write_empty_chunks="yes")
     with pytest.raises(zarrkit.SpecError, match="must be a dict"):
         a.with_config(["write_empty_chunks"])
+
+
+class _Unreadable:
+    """An array-like whose values cannot be had."""
+
+    shape, dtype = (2,), np.dtype("f8")
+
+    def __array__(self, dtype=None, copy=None):
+        raise OSError("source went away")
+
+
+def test_failed_save_group_leaves_a_zip_archive_as_it_was(tmp_path):
+    where = str(tmp_path / "g.zip")
+    zarrkit.save_group(where, old=np.arange(3))
+    with pytest.raises(OSError, match="went away") as failed:
+        zarrkit.save_group(where, new=np.arange(2), bad=_Unreadable())
+    loaded = zarrkit.load(where)
+    assert list(loaded) == ["old"] and loaded["old"].tolist() == [0, 1, 2]
+    # While the exception (and through it the archive's store) lives, writers are not locked
+    # out: the archive opened for the failed save was given up, not left to the collector.
+    assert zarrkit.save_group(where, again=np.ones(1)).read_only
+    assert failed.value is not None

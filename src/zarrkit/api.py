@@ -456,8 +456,12 @@ def save_group(where: Any = None, *args: Any, **kwargs: Any) -> Group:
     g = group(where, overwrite=True, path=options.get("path"),
               zarr_format=options.get("zarr_format"),
               storage_options=options.get("storage_options"))
-    for name, value in members.items():
-        g.array(name, value)
+    try:
+        for name, value in members.items():
+            g.array(name, value)
+    except BaseException:
+        discard_opened(g.store, where)  # an archive opened here is left as it was
+        raise
     node = finished_node(g, where, storage_options=options.get("storage_options"))
     assert isinstance(node, Group)
     return node

@@ -273,9 +273,10 @@ def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: s
 
     "keep" takes the chunks and (into v3) shards of a zarrkit Array (of another array, chunks
     that it has) and, in the same Zarr format, its filters, serializer and compressors ("auto":
-    the defaults); None for `fill_value`, `chunk_key_encoding` and `dimension_names` keeps a zarrkit Array's.
-    Other keywords (`attributes`, `overwrite`, `storage_options`, `path`...) as for `create`.
-    Values are copied a slab at a time; if copying fails, the new array is removed."""
+    the defaults); None for `fill_value`, `chunk_key_encoding` and `dimension_names` keeps a
+    zarrkit Array's. Other keywords (`attributes`, `overwrite`, `storage_options`, `path`...)
+    as for `create`. Values are copied a slab at a time; if copying fails, the new array is
+    removed."""
     if not (hasattr(data, "shape") and hasattr(data, "dtype")):
         data = np.asarray(data)
     source = data if isinstance(data, Array) else None

@@ -18,6 +18,7 @@ from .zstd import ZstdCodec
 
 __all__ = [
     "ArrayArrayCodec", "ArrayBytesCodec", "BloscCodec", "Buffer", "BytesBytesCodec", "BytesCodec",
-    "ChunkSpec", "Codec", "CodecChain", "Crc32cCodec", "GzipCodec", "NUMCODECS_PREFIX", "ShardingCodec", "TransposeCodec",
+    "ChunkSpec", "Codec", "CodecChain", "Crc32cCodec", "GzipCodec", "NUMCODECS_PREFIX",
+    "ShardingCodec", "TransposeCodec",
     "VLenBytesCodec", "VLenUTF8Codec", "ZstdCodec", "get_codec_class", "parse_codec", "register_codec", "registered_codecs",
 ]

@@ -123,7 +123,8 @@ class NumcodecsArrayArray(_Numcodec, ArrayArrayCodec):
 
     def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         given = array if array.flags.writeable else array.copy()  # decoded views are read-only
-        return _shaped(self._codec.decode(np.ascontiguousarray(given)), spec)  # type: ignore[union-attr]
+        out = self._codec.decode(np.ascontiguousarray(given))  # type: ignore[union-attr]
+        return _shaped(out, spec)
 
 
 class NumcodecsArrayBytes(_Numcodec, ArrayBytesCodec):

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import SpecError, StoreError
 from ._util import as_bytes, resolve_range
 from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
 from .file import FileStore
@@ -102,8 +102,12 @@ class FsspecStore(KvStore):
             whole = self.get(key)  # a suffix longer than the value: some seek before its start
             return None if whole is None else rng.slice_of(whole)
         if isinstance(got, BaseException):
-            raise got
+            raise self._error("read", key, got) from got
         return got
+
+    def _error(self, action: str, key: str, error: BaseException) -> StoreError:
+        return StoreError(f"fsspec {_protocols(self.fs)[0]} file system: cannot {action} "
+                          f"{key!r} below {self.root or '/'!r}: {type(error).__name__}: {error}")
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         validate_prefix(prefix)
@@ -118,15 +122,20 @@ class FsspecStore(KvStore):
 
     def _set(self, key: str, value: Buffer) -> None:
         path = self._path(key)
-        if self._local:  # local directories are not made by writing below them
-            self.fs.makedirs(path.rpartition("/")[0] or ".", exist_ok=True)
-        self.fs.pipe_file(path, as_bytes(value))
+        try:
+            if self._local:  # local directories are not made by writing below them
+                self.fs.makedirs(path.rpartition("/")[0] or ".", exist_ok=True)
+            self.fs.pipe_file(path, as_bytes(value))
+        except (OSError, ValueError) as e:
+            raise self._error("write", key, e) from e
 
     def _delete(self, key: str) -> None:
         try:
             self.fs.rm_file(self._path(key))
         except FileNotFoundError:
             pass
+        except (OSError, ValueError) as e:
+            raise self._error("delete", key, e) from e
 
     def to_json(self) -> dict[str, Any]:
         return {"driver": self.driver, "protocol": _protocols(self.fs)[0], "path": self.root}

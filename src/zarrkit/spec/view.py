@@ -2,10 +2,10 @@
 
 `View` composes TensorStore's operations (`[...]`, `.oindex`, `.vindex`, `.translate_to`,
 `.translate_by`, `.label`, `.T`, `.transpose`) without touching data; `read()` and `write()`
-return `concurrent.futures.Future`s that asyncio code may also await. Executing a view computes the equivalent selection on the
-base array: a basic (slice/integer) selection when every output dimension is a constant or a
-strided input dimension used once, otherwise point (vindex) selection of the broadcast
-coordinates.
+return `concurrent.futures.Future`s that asyncio code may also await. Executing a view
+computes the equivalent selection on the base array: a basic (slice/integer) selection when
+every output dimension is a constant or a strided input dimension used once, otherwise point
+(vindex) selection of the broadcast coordinates.
 """
 
 from __future__ import annotations
