@@ -38,6 +38,7 @@ from .api import (
 from .array import Array
 from .consolidated import consolidate_metadata
 from .conversion import convert, from_array, upgrade_metadata
+from .copying import copy, copy_all, copy_store
 from .errors import (
     ChecksumError,
     CodecError,
@@ -76,7 +77,7 @@ __all__ = [
     "Array", "Group", "open", "open_array", "open_group", "group", "create", "array", "full",
     "zeros", "ones", "empty", "load", "save", "open_consolidated", "create_group", "create_array",
     "zeros_like", "ones_like", "full_like", "empty_like", "tree", "save_array", "save_group",
-    "open_like", "from_array", "create_hierarchy",
+    "open_like", "from_array", "create_hierarchy", "copy", "copy_all", "copy_store",
     "ZarrkitError", "MetadataError", "DataTypeError",
     "CodecError", "CorruptDataError", "ChecksumError", "NodeNotFoundError", "NodeExistsError",
     "NodeTypeError", "InvalidNameError", "SelectionError", "StoreError", "InvalidKeyError", "InvalidValueError",

@@ -1,0 +1,258 @@
+"""zarr-python 2's copy functions: `copy` and `copy_all` copy nodes into a group, from zarrkit
+or from h5py (files, groups and datasets) or any array, encoded as the destination says;
+`copy_store` copies stored keys as they are, without decoding.
+
+Each returns (nodes or keys copied, skipped, bytes of data copied). `if_exists` says what to do
+where the destination has something: "raise" (NodeExistsError, before anything is copied for
+`copy_store`), "replace", "skip", or "skip_initialized" (skip arrays whose every chunk is
+stored). `dry_run` counts and logs without writing; `log` is a callable, a file path or a file
+object that receives a line per node or key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import storage
+from .array import Array
+from .conversion import from_array
+from .errors import NodeExistsError, NodeTypeError, SpecError
+from .group import Group
+from .kvstore import open_kvstore
+from .metadata.names import normalize_path
+
+IF_EXISTS = ("raise", "replace", "skip", "skip_initialized")
+
+
+@dataclass
+class _Copying:
+    """One copy's settings and its tally."""
+
+    log: Callable[[str], None]
+    if_exists: str
+    dry_run: bool
+    without_attrs: bool
+    create_kws: dict[str, Any]
+    copied: int = 0
+    skipped: int = 0
+    nbytes: int = 0
+
+    def result(self) -> tuple[int, int, int]:
+        return self.copied, self.skipped, self.nbytes
+
+
+def copy(source: Any, dest: Group, name: str | None = None, shallow: bool = False,
+         without_attrs: bool = False, log: Any = None, if_exists: str = "raise",
+         dry_run: bool = False, **create_kws: Any) -> tuple[int, int, int]:
+    """Copy the array or group `source` into the group `dest` as `name` (by default the source's
+    own name). A group is copied with everything below it, or with `shallow` its members only
+    one level down. Arrays keep the chunks, codecs and fill value of a zarrkit source in the same
+    format (as `from_array`), an h5py dataset's chunks and fill value, unless `create_kws` say
+    otherwise."""
+    with _logger(log) as write_log:
+        state = _state(write_log, if_exists, dry_run, without_attrs, create_kws)
+        dest = _group(dest)
+        _copy(source, dest, dest.path, name or _basename(source), state, shallow, root=True)
+    return state.result()
+
+
+def copy_all(source: Any, dest: Group, shallow: bool = False, without_attrs: bool = False,
+             log: Any = None, if_exists: str = "raise", dry_run: bool = False,
+             **create_kws: Any) -> tuple[int, int, int]:
+    """`copy` of every member of the group `source` into `dest`, whose attributes are updated
+    with the source's."""
+    dest = _group(dest)
+    with _logger(log) as write_log:
+        state = _state(write_log, if_exists, dry_run, without_attrs, create_kws)
+        for key in source.keys():
+            _copy(source[key], dest, dest.path, key, state, shallow, root=False)
+        if not without_attrs and not dry_run:
+            dest.attrs.update(_attributes(source))
+    return state.result()
+
+
+def _state(log: Callable[[str], None], if_exists: str, dry_run: bool, without_attrs: bool,
+           create_kws: dict[str, Any]) -> _Copying:
+    if if_exists not in IF_EXISTS:
+        raise SpecError(f"if_exists must be one of {', '.join(IF_EXISTS)}; got {if_exists!r}")
+    return _Copying(log, if_exists, dry_run, without_attrs, create_kws)
+
+
+def _group(dest: Any) -> Group:
+    if not isinstance(dest, Group):
+        raise NodeTypeError(f"copy copies into a zarrkit group; got {type(dest).__name__}")
+    return dest
+
+
+def _basename(node: Any) -> str:
+    name = str(getattr(node, "name", "") or "").rstrip("/").rpartition("/")[2]
+    if not name:
+        raise SpecError("copy: the source has no name of its own (the root of a hierarchy); "
+                        "give name=")
+    return name
+
+
+def _is_group(node: Any) -> bool:
+    return hasattr(node, "keys") and not hasattr(node, "shape")
+
+
+def _copy(source: Any, dest: Group | None, parent: str, name: str, state: _Copying,
+          shallow: bool, root: bool) -> None:
+    """Copy `source` to `name` in `dest` (None in a dry run below a group not made), whose
+    path is `parent`."""
+    existing = dest[name] if dest is not None and name in dest else None
+    if existing is not None and not _may_write(existing, source, state):
+        state.skipped += 1
+        state.log(f"skip {_label(source)} -> {existing.name}")
+        return
+    target = storage.join(parent, name)
+    state.log(f"copy {_label(source)} -> /{target}")
+    if _is_group(source):
+        _copy_group(source, dest, target, name, existing, state, shallow, root)
+    else:
+        _copy_array(source, dest, name, existing, state)
+
+
+def _may_write(existing: Any, source: Any, state: _Copying) -> bool:
+    """Whether `existing` is to be replaced (or, for groups, merged into)."""
+    if state.if_exists == "raise":
+        raise NodeExistsError(f"copy: {existing.name} exists (if_exists='replace' or 'skip')")
+    if state.if_exists == "replace" or (_is_group(source) and isinstance(existing, Group)):
+        return True
+    if state.if_exists == "skip_initialized" and isinstance(existing, Array):
+        return existing.nchunks_initialized() < existing.nchunks
+    return False
+
+
+def _copy_group(source: Any, dest: Group | None, target: str, name: str, existing: Any,
+                state: _Copying, shallow: bool, root: bool) -> None:
+    group = None
+    if not state.dry_run and dest is not None:
+        if existing is not None and not isinstance(existing, Group):
+            del dest[name]
+        group = dest.require_group(name)
+        if not state.without_attrs:
+            group.attrs.update(_attributes(source))
+    state.copied += 1
+    if root or not shallow:
+        for key in source.keys():
+            _copy(source[key], group, target, key, state, shallow, root=False)
+
+
+def _copy_array(source: Any, dest: Group | None, name: str, existing: Any,
+                state: _Copying) -> None:
+    state.copied += 1
+    state.nbytes += int(np.prod(source.shape)) * np.dtype(source.dtype).itemsize
+    if state.dry_run or dest is None:
+        return
+    if existing is not None:
+        del dest[name]
+    kws = dict(state.create_kws)
+    fill = getattr(source, "fillvalue", None)  # h5py's
+    if not isinstance(source, Array) and fill is not None and "fill_value" not in kws:
+        kws["fill_value"] = fill
+    copied = from_array(dest.store, data=source, name=storage.join(dest.path, name),
+                        zarr_format=dest.zarr_format, **kws)
+    if not state.without_attrs:
+        copied.attrs.update(_attributes(source))
+
+
+def _attributes(node: Any) -> dict[str, Any]:
+    """A node's attributes as JSON values (h5py's are numpy values)."""
+    return {str(k): _json_value(v) for k, v in dict(getattr(node, "attrs", {})).items()}
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, np.ndarray):
+        return [_json_value(v) for v in value.tolist()] if value.ndim else _json_value(value[()])
+    if isinstance(value, np.generic):
+        return _json_value(value.item())
+    return value
+
+
+def _label(node: Any) -> str:
+    name = getattr(node, "name", None) or "<array>"
+    shape = getattr(node, "shape", None)
+    return name if shape is None else f"{name} {tuple(shape)} {np.dtype(node.dtype)}"
+
+
+@contextmanager
+def _logger(log: Any) -> Iterator[Callable[[str], None]]:
+    """`log` as a function of one line: a callable, a file object, or a file path (appended)."""
+    if log is None:
+        yield lambda _line: None
+    elif callable(log):
+        yield log
+    elif hasattr(log, "write"):
+        yield lambda line: log.write(line + "\n")
+    elif isinstance(log, str):
+        with open(log, "a", encoding="utf-8") as f:
+            yield lambda line: f.write(line + "\n")
+    else:
+        raise SpecError(f"log must be a callable, a file object or a path; got {log!r}")
+
+
+# -- copy_store -----------------------------------------------------------------------------------
+
+
+def copy_store(source: Any, dest: Any, source_path: str = "", dest_path: str = "",
+               excludes: Any = None, includes: Any = None, flags: int = 0,
+               if_exists: str = "raise", dry_run: bool = False,
+               log: Any = None) -> tuple[int, int, int]:
+    """Copy the stored keys below `source_path` of the store `source` to below `dest_path` of
+    `dest` (stores, paths, URLs, dicts...) without decoding anything. Keys (relative to
+    `source_path`) matching a regular expression of `excludes` are left out unless one of
+    `includes` matches too. "skip_initialized" is "skip" here."""
+    if if_exists not in IF_EXISTS:
+        raise SpecError(f"if_exists must be one of {', '.join(IF_EXISTS)}; got {if_exists!r}")
+    src, src_root = open_kvstore(source, read_only=True)
+    dst, dst_root = open_kvstore(dest)
+    old = storage.prefix_of(storage.join(src_root, normalize_path(source_path, v3=False)))
+    new = storage.prefix_of(storage.join(dst_root, normalize_path(dest_path, v3=False)))
+    wanted = _key_filter(excludes, includes, flags)
+    pairs = [(k, new + k[len(old):]) for k in sorted(src.list_prefix(old))
+             if wanted(k[len(old):])]
+    present = [d for _, d in pairs if dst.exists(d)]
+    if present and if_exists == "raise":
+        raise NodeExistsError(f"copy_store: {len(present)} keys exist already, e.g. "
+                              f"{present[0]!r} (if_exists='replace' or 'skip')")
+    skip = set(present) if if_exists != "replace" else set()
+    with _logger(log) as write_log:
+        return _copy_keys(src, dst, pairs, skip, dry_run, write_log)
+
+
+def _key_filter(excludes: Any, includes: Any, flags: int) -> Callable[[str], bool]:
+    def patterns(value: Any) -> list[re.Pattern[str]]:
+        items = [value] if isinstance(value, str) else list(value or ())
+        return [re.compile(p, flags) for p in items]
+
+    out, keep = patterns(excludes), patterns(includes)
+    return lambda key: not any(p.search(key) for p in out) or any(p.search(key) for p in keep)
+
+
+def _copy_keys(src: Any, dst: Any, pairs: list[tuple[str, str]], skip: set[str],
+               dry_run: bool, log: Callable[[str], None]) -> tuple[int, int, int]:
+    copied = nbytes = 0
+    todo = [(s, d) for s, d in pairs if d not in skip]
+    for start in range(0, len(todo), storage.MOVE_BATCH):
+        batch = todo[start:start + storage.MOVE_BATCH]
+        values = src.get_many([(s, None) for s, _ in batch])
+        for (s, d), value in zip(batch, values, strict=True):
+            log(f"copy {s} -> {d}")
+            copied += value is not None
+            nbytes += 0 if value is None else len(value)
+        if not dry_run:
+            dst.set_many([(d, v) for (_, d), v in zip(batch, values, strict=True)
+                          if v is not None])
+    for _, d in pairs:
+        if d in skip:
+            log(f"skip {d}")
+    return copied, len(pairs) - len(todo), nbytes
