@@ -10,6 +10,7 @@ import numpy as np
 from . import formats, storage
 from .array import Array
 from .creation import (
+    array_replacing,
     check_data_alone,
     check_existing,
     create_array_at,
@@ -18,6 +19,7 @@ from .creation import (
     full_like_kwargs,
     like,
     tried_in_memory,
+    write_array,
 )
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
 from .group import Group, create_group_at, create_hierarchy_at, finished_node, open_node
@@ -69,6 +71,12 @@ def _resolve(where: Any, path: str | None, mode: str,
                                storage_options=storage_options)
     full = storage.join(base, normalize_path(path)) if path else base
     return store, normalize_path(full)
+
+
+def open_place(where: Any, path: str | None = None,
+               storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
+    """(the store `where` names, opened read-write; the full path of `path` in it)."""
+    return _resolve(where, path, "a", storage_options)
 
 
 _T = TypeVar("_T")
@@ -274,9 +282,10 @@ def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
     data = np.asarray(data)
     dtype = kwargs.pop("dtype", None)
     dtype = data_type_of(data) if dtype is None else dtype
-    if kwargs.get("overwrite"):  # a bad text value must not cost the node it was to replace
-        tried_in_memory(data, data.shape, dtype, **{
-            k: v for k, v in kwargs.items() if k not in ("overwrite", "path", "storage_options")})
+    if kwargs.get("overwrite"):
+        replaced = _array_replacing(data, where, dtype, kwargs)
+        if replaced is not None:
+            return replaced
     a = create(where, data.shape, dtype, **kwargs)
     try:
         a[...] = data
@@ -285,6 +294,19 @@ def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
             storage.delete_node(a.store, a.path)
         raise
     return a
+
+
+def _array_replacing(data: np.ndarray, where: Any, dtype: Any,
+                     kwargs: dict[str, Any]) -> Array | None:
+    """`array(..., overwrite=True)` written beside the node it replaces and moved in once
+    complete, so that a failure keeps the old node; None for a zip archive opened here, which
+    is written anew and given up whole on failure (`create`'s way serves it)."""
+    rest = {k: v for k, v in kwargs.items() if k not in ("overwrite", "path", "storage_options")}
+    tried_in_memory(data, data.shape, dtype, **rest)  # a bad text value fails before anything
+    store, full = _resolve(where, kwargs.get("path"), "a", kwargs.get("storage_options"))
+    if discard_opened(store, where):  # opened here only to learn it is a zip archive
+        return None
+    return _or_discard(store, where, lambda: array_replacing(store, full, data, dtype, rest))
 
 
 def full(where: Any = None, shape: Any = None, fill_value: Any = None, **kwargs: Any) -> Array:
@@ -437,9 +459,10 @@ _GROUP_OPTIONS = ("path", "zarr_format", "storage_options", "store")
 
 
 def save_group(where: Any = None, *args: Any, **kwargs: Any) -> Group:
-    """A new group at `where` (replacing what is there) holding the arrays given: by position
-    as "arr_0", "arr_1", ..., by keyword under their names (zarr-python's and numpy's
-    `savez`). Keywords `path`, `zarr_format`, `storage_options` and `store` are options."""
+    """A new group at `where` (in place of what is there, which is kept if writing fails)
+    holding the arrays given: by position as "arr_0", "arr_1", ..., by keyword under their names
+    (zarr-python's and numpy's `savez`). Keywords `path`, `zarr_format`, `storage_options` and
+    `store` are options."""
     options = {k: kwargs.pop(k) for k in _GROUP_OPTIONS if k in kwargs}
     where = _store_keyword(where, options)
     members = {f"arr_{i}": a for i, a in enumerate(args)} | kwargs
@@ -449,22 +472,35 @@ def save_group(where: Any = None, *args: Any, **kwargs: Any) -> Group:
         if not (hasattr(value, "shape") and hasattr(value, "dtype")):
             raise SpecError(f"save_group saves arrays; {name} is a {type(value).__name__} "
                             "(give numpy arrays, or creation keywords to save_array)")
-        if np.dtype(value.dtype).hasobject:  # text: a value that cannot be stored fails
-            data = np.asarray(value)            # here, before the group is replaced
-            tried_in_memory(data, data.shape, data_type_of(data),
-                            zarr_format=options.get("zarr_format") or 3)
-    g = group(where, overwrite=True, path=options.get("path"),
-              zarr_format=options.get("zarr_format"),
-              storage_options=options.get("storage_options"))
-    try:
-        for name, value in members.items():
-            g.array(name, value)
-    except BaseException:
-        discard_opened(g.store, where)  # an archive opened here is left as it was
-        raise
-    node = finished_node(g, where, storage_options=options.get("storage_options"))
+        normalize_path(name)  # a valid member name
+    fmt = formats.check_format(options.get("zarr_format")) or 3
+    storage_options = options.get("storage_options")
+    store, full = _resolve(where, options.get("path"), "a", storage_options)
+    if discard_opened(store, where):  # a zip archive: written anew, given up whole on failure
+        store, full = _resolve(where, options.get("path"), "w", storage_options)
+    _or_discard(store, where, lambda: storage.replace_node(
+        store, full, fmt, lambda at: _write_group(store, at, members, fmt)))
+    node = finished_node(open_node(store, full, zarr_format=fmt), where,
+                         storage_options=storage_options)
     assert isinstance(node, Group)
     return node
+
+
+def _write_group(store: Any, path: str, members: dict[str, Any], fmt: int) -> None:
+    """A new group at `path` (its parents are not made) holding `members`."""
+    storage.write_metadata(store, path, formats.new_group(fmt))
+    made = {path}
+    for name in members:
+        parts = normalize_path(name).split("/")
+        for i in range(len(parts)):
+            group_path = storage.join(path, "/".join(parts[:i])) if i else path
+            if group_path not in made:
+                made.add(group_path)
+                storage.write_metadata(store, group_path, formats.new_group(fmt))
+    for name, value in members.items():
+        data = np.asarray(value)
+        write_array(store, storage.join(path, normalize_path(name)), data, data_type_of(data),
+                    {"zarr_format": fmt})
 
 
 def open_like(a: Any, where: Any = None, **kwargs: Any) -> Array:

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import api, formats, storage
 from .array import Array
-from .creation import build_array_document, create_array_from_metadata
+from .creation import build_array_document, create_array_from_metadata, filled_replacing
 from .creation_v2 import build_v2_metadata
 from .errors import NodeExistsError, NodeNotFoundError, SpecError, ZarrkitError
 from .group import Group, create_group_at, finished_node, open_node
@@ -291,11 +291,16 @@ def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: s
     options |= {k: v for k, v in given.items() if v is not None}
     if name is not None:
         kwargs["path"] = storage.join(normalize_path(kwargs.pop("path", None) or ""), name)
+    if kwargs.get("overwrite"):
+        replaced = _replacing(where, data, _dtype(data, source, fmt), fmt, options, kwargs,
+                              write_data)
+        if replaced is not None:
+            return replaced
     dst = api.create(where, data.shape, _dtype(data, source, fmt), zarr_format=fmt,
                      **options, **kwargs)
     if write_data:
         try:
-            _copy_array(data, dst, lambda *_: None)
+            _copy_array(data, dst, _quiet)
         except BaseException:
             if not discard_opened(dst.store, where):
                 storage.delete_node(dst.store, dst.path)
@@ -303,6 +308,27 @@ def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: s
     node = finished_node(dst, where, storage_options=kwargs.get("storage_options"))
     assert isinstance(node, Array)
     return node
+
+
+def _replacing(where: Any, data: Any, dtype: Any, fmt: int, options: dict[str, Any],
+               kwargs: dict[str, Any], write_data: bool) -> Array | None:
+    """`from_array(..., overwrite=True)` written beside the node it replaces and moved in once
+    complete, so that a failure keeps the old node; None for a zip archive opened here, which
+    is written anew and given up whole on failure (the usual way serves it)."""
+    store, full = api.open_place(where, kwargs.get("path"), kwargs.get("storage_options"))
+    if discard_opened(store, where):
+        return None
+    rest = {k: v for k, v in kwargs.items() if k not in ("path", "storage_options")}
+    node = filled_replacing(store, full, data.shape, dtype, {**options, **rest,
+                                                            "zarr_format": fmt},
+                            lambda a: _copy_array(data, a, _quiet) if write_data else None)
+    finished = finished_node(node, where, storage_options=kwargs.get("storage_options"))
+    assert isinstance(finished, Array)
+    return finished
+
+
+def _quiet(*_: Any) -> None:
+    """A progress report nobody reads."""
 
 
 def _kept(data: Any, source: Array | None, fmt: int, asked: dict[str, Any]) -> dict[str, Any]:

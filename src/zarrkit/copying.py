@@ -151,9 +151,9 @@ def _copy_array(source: Any, dest: Group | None, name: str, existing: Any,
     state.nbytes += int(np.prod(source.shape)) * np.dtype(source.dtype).itemsize
     if state.dry_run or dest is None:
         return
-    if existing is not None:
-        del dest[name]
     kws = dict(state.create_kws)
+    if existing is not None:  # replaced once the copy is complete: a failure keeps it
+        kws["overwrite"] = True
     fill = getattr(source, "fillvalue", None)  # h5py's
     if not isinstance(source, Array) and fill is not None and "fill_value" not in kws:
         kws["fill_value"] = fill

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import storage
+from . import formats, storage
 from .array import Array
 from .codecs.base import Codec
 from .codecs.vlen import UNENCODABLE, first_unencodable
@@ -342,6 +342,47 @@ def create_array_from_metadata(store: KvStore, path: str, metadata: ArrayMetadat
         storage.delete_node(store, path)
     storage.write_metadata(store, path, metadata)
     return Array(store, path, metadata, write_empty_chunks=write_empty_chunks)
+
+
+def write_array(store: KvStore, path: str, data: np.ndarray, dtype: Any,
+                kwargs: dict[str, Any]) -> None:
+    """A new array at `path` (its parents are not made) holding `data`; creation keywords as
+    for `create_array_at`."""
+    metadata, write_empty = _built(path, data.shape, dtype, kwargs)
+    storage.write_metadata(store, path, metadata)
+    Array(store, path, metadata, write_empty_chunks=write_empty)[...] = data
+
+
+def _built(path: str, shape: Any, dtype: Any, kwargs: dict[str, Any]) -> tuple[Any, bool]:
+    """(the metadata creation keywords describe, whether empty chunks are written)."""
+    kwargs = dict(kwargs)
+    fmt = kwargs.pop("zarr_format", 3)
+    write_empty = bool(kwargs.pop("write_empty_chunks", False))
+    kwargs.pop("overwrite", None)
+    return build_metadata(path, shape, dtype, fmt, kwargs), write_empty
+
+
+def array_replacing(store: KvStore, path: str, data: np.ndarray, dtype: Any,
+                    kwargs: dict[str, Any]) -> Array:
+    """The array holding `data` at `path`, in place of any node there: written beside it and
+    moved in once complete (`storage.replace_node`), so a failure keeps the old node."""
+    return filled_replacing(store, path, data.shape, dtype, kwargs,
+                            lambda a: a.__setitem__(Ellipsis, data))
+
+
+def filled_replacing(store: KvStore, path: str, shape: Any, dtype: Any, kwargs: dict[str, Any],
+                     fill: Callable[[Array], None]) -> Array:
+    """A new array at `path`, in place of any node there, given its values by `fill` before
+    it is moved in (see `array_replacing`)."""
+    metadata, write_empty = _built(path, shape, dtype, kwargs)
+
+    def write(at: str) -> None:
+        storage.write_metadata(store, at, metadata)
+        fill(Array(store, at, metadata, write_empty_chunks=write_empty))
+
+    storage.replace_node(store, path, formats.format_of(metadata), write)
+    return Array(store, path, storage.read_node(store, path, formats.format_of(metadata)),
+                 write_empty_chunks=write_empty)
 
 
 def digit_fill(digit: int, dtype: Any) -> Any:

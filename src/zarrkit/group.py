@@ -13,6 +13,7 @@ from . import formats, hierarchy, storage
 from .array import Array
 from .attributes import Attributes
 from .creation import (
+    array_replacing,
     check_data_alone,
     check_existing,
     create_array_at,
@@ -21,7 +22,6 @@ from .creation import (
     full_like_kwargs,
     like,
     parse_shape,
-    tried_in_memory,
 )
 from .errors import (
     InvalidKeyError,
@@ -360,12 +360,13 @@ class Group(Node, Mapping[str, Any]):
 
     def __setitem__(self, name: str, value: Any) -> None:
         """`g[name] = data`, zarr-python's shortcut: a new array holding `data`, with default
-        settings, in place of any member there."""
+        settings, in place of any member there (kept if writing the new one fails)."""
         data = np.asarray(value)
         self._check_writable()
-        if name in self:  # only a member that would be replaced is worth the trial
-            tried_in_memory(data, data.shape, data_type_of(data), zarr_format=self.zarr_format)
-        self._create_filled(name, data, {"overwrite": True})
+        _validate_names(name)
+        self._consolidated = None
+        array_replacing(self.store, self._child_path(name), data, data_type_of(data),
+                        {"zarr_format": self.zarr_format})
 
     def __delitem__(self, name: str) -> None:
         self._check_writable()

@@ -6,6 +6,8 @@ node's metadata, and how a hierarchy maps to key prefixes.
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Callable
 from typing import Any
 
 from . import formats
@@ -106,6 +108,8 @@ def delete_node(store: KvStore, path: str) -> None:
 
 #: Keys copied per request while moving a node (values held in memory at once).
 MOVE_BATCH = 16
+#: Name prefix of the staging node a replacement is written to before it is moved in.
+STAGING = ".zarrkit-replacing-"
 
 
 def move_node(store: KvStore, source: str, dest: str, zarr_format: int) -> None:
@@ -113,8 +117,14 @@ def move_node(store: KvStore, source: str, dest: str, zarr_format: int) -> None:
     is copied, then `source` deleted, so a failure while copying removes the partial copy and
     leaves `source` whole (stores have no rename of a prefix)."""
     ensure_parents(store, dest, zarr_format)
-    old, new = prefix_of(source), prefix_of(dest)
-    keys = list(store.list_prefix(old))
+    _transfer(store, prefix_of(source), prefix_of(dest))
+    delete_node(store, source)
+
+
+def _transfer(store: KvStore, old: str, new: str) -> None:
+    """Copy every key under the prefix `old` to under `new`; a failure removes what was copied
+    to `new` (which held nothing)."""
+    keys = [k for k in store.list_prefix(old)]
     try:
         for start in range(0, len(keys), MOVE_BATCH):
             batch = keys[start:start + MOVE_BATCH]
@@ -122,9 +132,49 @@ def move_node(store: KvStore, source: str, dest: str, zarr_format: int) -> None:
             store.set_many([(new + k[len(old):], v)
                             for k, v in zip(batch, values, strict=True) if v is not None])
     except BaseException:
-        store.delete_prefix(new)
+        for key in keys:  # not delete_prefix(new): for the root, new is everything
+            store.delete(new + key[len(old):])
         raise
-    delete_node(store, source)
+
+
+def replace_node(store: KvStore, path: str, zarr_format: int,
+                 write: Callable[[str], None]) -> None:
+    """Have `write(p)` make, at `p`, the node that is to be at `path`. Where a node is, it is
+    made at a staging path first (beside it; for the root, inside it) and moved in only once
+    complete, so that a failure leaves the old node as it was; a failure where none was leaves
+    nothing behind."""
+    if not node_exists(store, path):
+        ensure_parents(store, path, zarr_format)
+        _written_or_removed(store, path, write)
+        return
+    staging = join(path.rpartition("/")[0] if "/" in path else "",
+                   STAGING + secrets.token_hex(8))
+    _written_or_removed(store, staging, write)
+    _remove_all_but(store, path, staging)
+    rename = getattr(store, "rename_prefix", None)
+    if rename is None or not rename(prefix_of(staging), prefix_of(path)):
+        _transfer(store, prefix_of(staging), prefix_of(path))
+        store.delete_prefix(prefix_of(staging))
+
+
+def _written_or_removed(store: KvStore, path: str, write: Callable[[str], None]) -> None:
+    try:
+        write(path)
+    except BaseException:
+        delete_node(store, path)
+        raise
+
+
+def _remove_all_but(store: KvStore, path: str, staging: str | None) -> None:
+    """Delete the node at `path`; of the root, every key but those of `staging` below it."""
+    if path:
+        delete_node(store, path)
+        return
+    keys, dirs = store.list_dir("")
+    store.delete_many(keys)
+    for name in dirs:
+        if name != staging:
+            store.delete_prefix(name + "/")
 
 
 def _forget_consolidated(store: KvStore, path: str) -> None:

@@ -721,6 +721,41 @@ class FileStore(KvStore):
         if prefix:
             self._prune(top)
 
+    def rename_prefix(self, old: str, new: str) -> bool:
+        """Move the keys under `old` to under `new` by renaming directories: `old`'s to `new`'s
+        when that is missing, or for the root (`new` "") each entry of `old`'s into it when none
+        is there. False, with nothing moved, when that cannot be (then keys are copied)."""
+        self._check_writable(new or "<root>")
+        if not old:
+            return False
+        source = self._prefix_dir(old)
+        if os.path.islink(source) or not os.path.isdir(source):
+            return False
+        if new:
+            target = self._prefix_dir(new)
+            moves = [(source, target)] if not os.path.lexists(target) else []
+        else:
+            names = [n for n in os.listdir(source) if n != LOCK_DIR]
+            moves = [(f"{source}/{n}", self._base + n) for n in names]
+            if any(os.path.lexists(t) for _, t in moves):
+                return False
+        if not moves:
+            return False
+        for i, (src, dst) in enumerate(moves):
+            try:
+                os.rename(src, dst)
+            except OSError as exc:
+                if i == 0:
+                    return False  # nothing moved yet: copy instead
+                raise _wrap(exc, "rename", old, self.root) from exc
+        self._homes = {}  # nodes moved: lock homes are found anew
+        for home in [h for h in self._lock_files if h.startswith(old)]:
+            self._lock_files.pop(home, None)
+        if not new:  # what is left of the staging directory: its lock files
+            _remove_files(f"{source}/{LOCK_DIR}")
+            self._prune(source)
+        return True
+
     def _prune_tree(self, path: str, at_root: bool) -> None:
         """Remove the empty directories below `path`, deepest first (symlinks are not followed),
         and the lock directories of the nodes below `path` (gone: their keys were deleted)."""

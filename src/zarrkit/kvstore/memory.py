@@ -142,6 +142,19 @@ class MemoryStore(KvStore):
                 del self._values[key]
                 del self._data.versions[key]
 
+    def rename_prefix(self, old: str, new: str) -> bool:
+        """Move every key under `old` to under `new` (which holds none of them) at once."""
+        self._check_writable(new or "<root>")
+        validate_prefix(old)
+        validate_prefix(new)
+        with self._lock:
+            for key in [k for k in self._values if k.startswith(old)]:
+                moved = new + key[len(old):]
+                self._values[moved] = self._values.pop(key)
+                del self._data.versions[key]
+                self._data.versions[moved] = next(self._data.serials)
+        return True
+
     # -- description -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         if self.name is None:
