@@ -18,7 +18,6 @@ from .creation import (
     digit_fill,
     full_like_kwargs,
     like,
-    tried_in_memory,
     write_array,
 )
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
@@ -302,7 +301,6 @@ def _array_replacing(data: np.ndarray, where: Any, dtype: Any,
     complete, so that a failure keeps the old node; None for a zip archive opened here, which
     is written anew and given up whole on failure (`create`'s way serves it)."""
     rest = {k: v for k, v in kwargs.items() if k not in ("overwrite", "path", "storage_options")}
-    tried_in_memory(data, data.shape, dtype, **rest)  # a bad text value fails before anything
     store, full = _resolve(where, kwargs.get("path"), "a", kwargs.get("storage_options"))
     if discard_opened(store, where):  # opened here only to learn it is a zip archive
         return None

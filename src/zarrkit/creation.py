@@ -26,7 +26,6 @@ from .errors import (
     ZarrkitError,
 )
 from .kvstore.base import KvStore
-from .kvstore.memory import MemoryStore
 from .metadata.data_type import DataType
 from .metadata.json import json_dumps, json_loads
 from .metadata.names import normalize_path
@@ -433,14 +432,6 @@ def data_type_of(data: np.ndarray) -> Any:
             all(issubclass(t, bytes) for t in set(map(type, data.reshape(-1).tolist()))):
         return bytes
     return data.dtype
-
-
-def tried_in_memory(data: np.ndarray, shape: Any, dtype: Any, **kwargs: Any) -> None:
-    """Write object `data` (text, bytes) to a throwaway in-memory array made as the real one
-    will be (`create_array_at`'s keywords): a value that cannot be encoded fails here, before
-    `overwrite` replaces a node that is there."""
-    if data.dtype.hasobject:
-        create_array_at(MemoryStore(), "", shape, dtype, **kwargs)[...] = data
 
 
 def check_data_alone(shape: Any, dtype: Any) -> None:
