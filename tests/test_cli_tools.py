@@ -129,6 +129,25 @@ def test_clean_removes_old_temp_files_of_killed_writers(capsys, hierarchy, tmp_p
     assert status == 2 and "older_than" in err
 
 
+def test_clean_removes_unfinished_replacements(capsys, tmp_path):
+    """A writer killed while writing a replacement beside a node leaves its staging node."""
+    from zarrkit import storage
+
+    where = str(tmp_path / "r.zarr")
+    g = zarrkit.open_group(where, mode="w")
+    g["x"] = np.arange(3)
+    for token in ("old", "new"):
+        staging = storage.STAGING + token
+        zarrkit.save(str(tmp_path / "r.zarr" / staging), np.arange(2))
+    old = tmp_path / "r.zarr" / (storage.STAGING + "old")
+    for path in [old, *old.rglob("*")]:
+        os.utime(path, (time.time() - 7200,) * 2)
+    status, out, _ = run(capsys, "clean", where, "--json")
+    assert status == 0 and json.loads(out)["removed"] == [storage.STAGING + "old/"]
+    assert not old.exists() and (tmp_path / "r.zarr" / (storage.STAGING + "new")).exists()
+    assert list(zarrkit.open_group(where)) == ["x"] and g["x"][...].tolist() == [0, 1, 2]
+
+
 def test_errors_are_reported_not_raised(capsys, tmp_path):
     status, _, err = run(capsys, "info", str(tmp_path / "nothing.zarr"))
     assert status == 2 and "no " in err and "array or group" in err

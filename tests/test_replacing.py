@@ -150,3 +150,12 @@ def test_failed_copy_with_replace_keeps_the_old_array(store, monkeypatch, how):
     assert _keys(store) == before and root["x"][...].tolist() == [0, 1, 2, 3, 4]
     zarrkit.from_array(store, data=np.arange(3), name="x", overwrite=True)
     assert root["x"][...].tolist() == [0, 1, 2]
+
+
+def test_a_replacement_in_progress_is_no_member(store):
+    from zarrkit import formats, storage
+
+    g = zarrkit.open_group(store, mode="w")
+    g["x"] = np.arange(2)
+    storage.write_metadata(store, storage.STAGING + "0123", formats.new_group(3))
+    assert list(g) == ["x"] and [k for k, _ in g.members()] == ["x"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import api
+from . import api, storage
 from .array import Array
 from .describe import human_bytes
 from .engine.executor import run_all
@@ -314,7 +314,9 @@ def _clean(args: argparse.Namespace) -> int:
     root = os.path.join(store.root, path)
     if not os.path.isdir(root):
         raise NodeNotFoundError(f"clean: no directory at {args.path!r}")
-    removed = FileStore(root).remove_temp_files(args.older_than)
+    store = FileStore(root)
+    removed = store.remove_temp_files(args.older_than)
+    removed += _remove_stale_replacements(store, args.older_than)
     if args.json:
         print(json.dumps({"removed": removed, "older_than": args.older_than}, indent=2))
     else:
@@ -325,9 +327,33 @@ def _clean(args: argparse.Namespace) -> int:
     return 0
 
 
+def _remove_stale_replacements(store: FileStore, older_than: float) -> list[str]:
+    """Delete the staging nodes of replacements that never finished (`storage.STAGING`: a
+    writer killed before moving its new node in), if nothing in them changed for `older_than`
+    seconds; their paths, relative to the store's root and ending in "/"."""
+    cutoff, removed = time.time() - older_than, []
+    for top, dirs, _ in os.walk(store.root):
+        for name in [d for d in dirs if d.startswith(storage.STAGING)]:
+            dirs.remove(name)
+            path = os.path.join(top, name)
+            if _newest_change(path) < cutoff:
+                rel = os.path.relpath(path, store.root)
+                store.delete_prefix(rel + "/")
+                removed.append(rel + "/")
+    return sorted(removed)
+
+
+def _newest_change(path: str) -> float:
+    newest = os.lstat(path).st_mtime
+    for top, dirs, files in os.walk(path):
+        for name in dirs + files:
+            newest = max(newest, os.lstat(os.path.join(top, name)).st_mtime)
+    return newest
+
+
 def add_clean_command(sub: Any) -> None:
-    p = sub.add_parser("clean", help="delete the temp files that writers killed mid-write left "
-                                     "in a local directory")
+    p = sub.add_parser("clean", help="delete the temp files (and unfinished replacements) that "
+                                     "writers killed mid-write left in a local directory")
     p.add_argument("path")
     p.add_argument("--older-than", type=float, default=3600.0, metavar="SECONDS",
                    help="only files last modified this long ago: a younger one may belong to "

@@ -124,7 +124,7 @@ def move_node(store: KvStore, source: str, dest: str, zarr_format: int) -> None:
 def _transfer(store: KvStore, old: str, new: str) -> None:
     """Copy every key under the prefix `old` to under `new`; a failure removes what was copied
     to `new` (which held nothing)."""
-    keys = [k for k in store.list_prefix(old)]
+    keys = list(store.list_prefix(old))
     try:
         for start in range(0, len(keys), MOVE_BATCH):
             batch = keys[start:start + MOVE_BATCH]
