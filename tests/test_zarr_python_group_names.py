@@ -6,7 +6,7 @@ import pytest
 import zarr
 
 import zarrkit
-from zarrkit.kvstore.memory import MemoryStore
+from zarrkit.kvstore.foreign import MappingStore
 
 
 @pytest.fixture
@@ -169,11 +169,12 @@ def test_move_refusals_leave_everything(root):
         frozen.move("a", "c")
 
 
-class _FailingStore(MemoryStore):
-    """Fails the second batch written with set_many."""
+class _FailingStore(MappingStore):
+    """Fails the second batch written with set_many (a mapping cannot rename: keys are
+    copied)."""
 
     def __init__(self):
-        super().__init__()
+        super().__init__({})
         self.batches = 0
         self.armed = False
 
@@ -196,6 +197,20 @@ def test_move_failure_keeps_the_source():
         root.move("a", "b")
     assert "b" not in root and not list(store.list_prefix("b/"))
     assert (root["a"][...] == data).all()
+
+
+def test_move_renames_directories_in_file_stores(tmp_path, monkeypatch):
+    from zarrkit import storage
+
+    def copied(*_):
+        raise AssertionError("keys copied instead of a directory renamed")
+
+    monkeypatch.setattr(storage, "_transfer", copied)
+    root = zarrkit.open_group(str(tmp_path / "r.zarr"), mode="w")
+    root.create_dataset("a", data=np.arange(6), chunks=(2,))
+    root.move("a", "x/y/b")
+    assert root["x/y/b"][...].tolist() == list(range(6)) and sorted(root) == ["x"]
+    assert not (tmp_path / "r.zarr" / "a").exists()
 
 
 def test_move_drops_consolidated_records(tmp_path):

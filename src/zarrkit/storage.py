@@ -113,11 +113,17 @@ STAGING = ".zarrkit-replacing-"
 
 
 def move_node(store: KvStore, source: str, dest: str, zarr_format: int) -> None:
-    """Move the node at `source`, with everything below it, to the free path `dest`: every key
-    is copied, then `source` deleted, so a failure while copying removes the partial copy and
-    leaves `source` whole (stores have no rename of a prefix)."""
+    """Move the node at `source`, with everything below it, to the free path `dest`: renamed
+    where the store can (a directory, memory keys), else every key copied and then `source`
+    deleted, so that a failure while copying removes the partial copy and leaves `source`
+    whole."""
     ensure_parents(store, dest, zarr_format)
-    _transfer(store, prefix_of(source), prefix_of(dest))
+    old, new = prefix_of(source), prefix_of(dest)
+    rename = getattr(store, "rename_prefix", None)
+    if rename is not None and rename(old, new):
+        _forget_consolidated(store, source)
+        return
+    _transfer(store, old, new)
     delete_node(store, source)
 
 
