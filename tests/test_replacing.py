@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 import zarr
+from _sources import BreaksLater
 
 import zarrkit
 from zarrkit.kvstore import FileStore, MemoryStore
@@ -118,21 +119,6 @@ def test_v2_replacement(tmp_path):
     assert z["x"][:].tolist() == [0, 2, 4, 6, 8] and list(z) == ["x"]
 
 
-class _BreaksLater:
-    """An array-like whose second region read fails."""
-
-    shape, dtype = (1000,), np.dtype("i4")
-
-    def __init__(self):
-        self.reads = 0
-
-    def __getitem__(self, region):
-        self.reads += 1
-        if self.reads > 1:
-            raise OSError("source went away")
-        return np.ones(1000, "i4")[region]
-
-
 @pytest.mark.parametrize("how", ["from_array", "copy"])
 def test_failed_copy_with_replace_keeps_the_old_array(store, monkeypatch, how):
     from zarrkit import conversion
@@ -143,10 +129,10 @@ def test_failed_copy_with_replace_keeps_the_old_array(store, monkeypatch, how):
     before = _keys(store)
     with pytest.raises(OSError, match="went away"):
         if how == "from_array":
-            zarrkit.from_array(store, data=_BreaksLater(), name="x", chunks=(100,),
+            zarrkit.from_array(store, data=BreaksLater(), name="x", chunks=(100,),
                                overwrite=True)
         else:
-            zarrkit.copy(_BreaksLater(), root, name="x", if_exists="replace", chunks=(100,))
+            zarrkit.copy(BreaksLater(), root, name="x", if_exists="replace", chunks=(100,))
     assert _keys(store) == before and root["x"][...].tolist() == [0, 1, 2, 3, 4]
     zarrkit.from_array(store, data=np.arange(3), name="x", overwrite=True)
     assert root["x"][...].tolist() == [0, 1, 2]

@@ -5,6 +5,7 @@ import numcodecs
 import numpy as np
 import pytest
 import zarr
+from _sources import BreaksLater
 
 import zarrkit
 
@@ -152,21 +153,6 @@ def test_from_array_of_other_arrays():
     assert b.chunks == (7,) and (b[...] == np.arange(30)).all()
 
 
-class _Breaks:
-    """An array-like whose values fail to read part-way."""
-
-    shape, dtype = (1000,), np.dtype("i4")
-
-    def __init__(self):
-        self.reads = 0
-
-    def __getitem__(self, region):
-        self.reads += 1
-        if self.reads > 1:
-            raise OSError("source went away")
-        return np.ones(1000, "i4")[region]
-
-
 def test_from_array_failed_copy_removes_the_array(tmp_path, monkeypatch):
     from zarrkit import conversion
 
@@ -174,7 +160,7 @@ def test_from_array_failed_copy_removes_the_array(tmp_path, monkeypatch):
     where = str(tmp_path / "f.zarr")
     root = zarrkit.open_group(where, mode="w")
     with pytest.raises(OSError, match="went away"):
-        zarrkit.from_array(where, data=_Breaks(), name="x", chunks=(100,))
+        zarrkit.from_array(where, data=BreaksLater(), name="x", chunks=(100,))
     assert "x" not in root
     with pytest.raises(zarrkit.NodeExistsError):  # overwrite stays explicit
         zarrkit.from_array(where, data=np.arange(2))

@@ -147,21 +147,6 @@ class _Typed(NumcodecsArrayArray):
 
 
 @register_codec
-class NumcodecsDelta(_Typed):
-    name, codec_id = PREFIX + "delta", "delta"
-
-
-@register_codec
-class NumcodecsFixedScaleOffset(_Typed):
-    name, codec_id = PREFIX + "fixedscaleoffset", "fixedscaleoffset"
-
-
-@register_codec
-class NumcodecsQuantize(_Typed):
-    name, codec_id = PREFIX + "quantize", "quantize"
-
-
-@register_codec
 class NumcodecsAsType(NumcodecsArrayArray):
     name, codec_id = PREFIX + "astype", "astype"
     derived = ("decode_dtype",)
@@ -184,11 +169,6 @@ class NumcodecsPackBits(NumcodecsArrayArray):
 
 
 @register_codec
-class NumcodecsBitRound(NumcodecsArrayArray):
-    name, codec_id = PREFIX + "bitround", "bitround"
-
-
-@register_codec
 class NumcodecsShuffle(NumcodecsBytesBytes):
     name, codec_id = PREFIX + "shuffle", "shuffle"
     derived = ("elementsize",)
@@ -203,6 +183,9 @@ def _register(base: type, codec_id: str) -> None:
                                         "__module__": __name__}))
 
 
+for _id in ("delta", "fixedscaleoffset", "quantize"):
+    _register(_Typed, _id)
+_register(NumcodecsArrayArray, "bitround")
 for _id in COMPRESSORS:
     _register(NumcodecsBytesBytes, _id)
 for _id in CHECKSUMS:
