@@ -276,7 +276,8 @@ def create(where: Any = None, shape: Any = None, dtype: Any = None, *,
 
 def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
     """Create an array holding `data` (object values that are all bytes: variable-length
-    bytes). If `data` cannot be written, the new array is removed again."""
+    bytes). If `data` cannot be written, the new array is removed again; with `overwrite`, a
+    node there stays until the new one is complete (see `storage.replace_node`)."""
     where = _store_keyword(where, kwargs)
     data = np.asarray(data)
     dtype = kwargs.pop("dtype", None)

@@ -119,8 +119,7 @@ def move_node(store: KvStore, source: str, dest: str, zarr_format: int) -> None:
     whole."""
     ensure_parents(store, dest, zarr_format)
     old, new = prefix_of(source), prefix_of(dest)
-    rename = getattr(store, "rename_prefix", None)
-    if rename is not None and rename(old, new):
+    if store.rename_prefix(old, new):
         _forget_consolidated(store, source)
         return
     _transfer(store, old, new)
@@ -157,8 +156,7 @@ def replace_node(store: KvStore, path: str, zarr_format: int,
                    STAGING + secrets.token_hex(8))
     _written_or_removed(store, staging, write)
     _remove_all_but(store, path, staging)
-    rename = getattr(store, "rename_prefix", None)
-    if rename is None or not rename(prefix_of(staging), prefix_of(path)):
+    if not store.rename_prefix(prefix_of(staging), prefix_of(path)):
         _transfer(store, prefix_of(staging), prefix_of(path))
         store.delete_prefix(prefix_of(staging))
 

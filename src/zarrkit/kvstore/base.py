@@ -293,6 +293,12 @@ class KvStore(ABC):
         for key in list(self.list_prefix(validate_prefix(prefix))):
             self._delete(key)
 
+    def rename_prefix(self, old: str, new: str) -> bool:
+        """Move every key under the prefix `old` to under `new`, which holds none of them, at
+        little cost (a directory rename); False, with nothing moved, where the store cannot
+        (the default): callers then copy the keys."""
+        return False
+
     def lock(self, key: str) -> AbstractContextManager[Any]:
         """An exclusive lock on `key`: held for a read-modify-write of it (and, when
         `lock_whole_writes`, for replacing it), or for a change that excludes `lock_shared`.
