@@ -167,10 +167,18 @@ def adapt(where: Any, read_only: bool) -> tuple[KvStore, str] | None:
     if module.startswith("zarr.storage") or module.startswith("zarr.abc"):
         return _zarr_python_store(where, read_only)
     if module.startswith("fsspec") and hasattr(where, "fs") and hasattr(where, "root"):
-        return FsspecStore(where.fs, where.root, read_only), ""  # an FSMap
+        return _fsspec_store(where.fs, where.root, read_only), ""  # an FSMap
     if isinstance(where, Mapping) and not _is_spec(where):
         return MappingStore(where, read_only), ""
     return None
+
+
+def _fsspec_store(fs: Any, root: str, read_only: bool) -> KvStore:
+    """A store over an fsspec file system: zarrkit's own for local files (atomic writes,
+    locks between processes), else one that calls the file system."""
+    if set(_protocols(fs)) & {"file", "local"}:
+        return FileStore(fs._strip_protocol(root) or "/", read_only=read_only)
+    return FsspecStore(fs, root, read_only)
 
 
 def _is_spec(where: Mapping[str, Any]) -> bool:
@@ -189,7 +197,7 @@ def _zarr_python_store(store: Any, read_only: bool) -> tuple[KvStore, str]:
     if kind == "MemoryStore":
         return MappingStore(_BufferDict(store._store_dict), read_only), ""
     if kind == "FsspecStore":
-        return FsspecStore(_sync_fs(store.fs), store.path, read_only), ""
+        return _fsspec_store(_sync_fs(store.fs), store.path, read_only), ""
     if kind == "ZipStore":
         from .url import open_kvstore
 
