@@ -113,3 +113,11 @@ def test_copy_store(tmp_path):
     assert zarrkit.copy_store(src, d, source_path="x", dest_path="moved",
                               if_exists="skip")[:2] == (1, 2)
     assert zarrkit.copy_store(src, {}, dry_run=True)[0] == 6
+
+
+@pytest.mark.parametrize("options", [{"excludes": 5}, {"includes": ["("]},
+                                     {"excludes": ["a"], "flags": "I"}])
+def test_copy_store_bad_patterns(tmp_path, options):
+    zarrkit.save_array(str(tmp_path / "a.zarr"), np.arange(2))
+    with pytest.raises(zarrkit.SpecError, match="regular expressions"):
+        zarrkit.copy_store(str(tmp_path / "a.zarr"), {}, **options)

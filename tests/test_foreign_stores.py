@@ -54,6 +54,8 @@ def test_spec_dicts_stay_specs(tmp_path):
     assert g.store.driver == "file"
     with pytest.raises(zarrkit.SpecError, match="no 'driver'"):
         zarrkit.open_group({"path": str(tmp_path)})  # not bytes: a spec missing its driver
+    with pytest.raises(zarrkit.SpecError, match="no 'driver'"):
+        zarrkit.open_group({1: b"x"})  # keys are text
 
 
 def test_fsspec_maps(tmp_path):

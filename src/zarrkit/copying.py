@@ -230,11 +230,15 @@ def copy_store(source: Any, dest: Any, source_path: str = "", dest_path: str = "
 
 
 def _key_filter(excludes: Any, includes: Any, flags: int) -> Callable[[str], bool]:
-    def patterns(value: Any) -> list[re.Pattern[str]]:
-        items = [value] if isinstance(value, str) else list(value or ())
-        return [re.compile(p, flags) for p in items]
+    def patterns(value: Any, what: str) -> list[re.Pattern[str]]:
+        items = [value] if isinstance(value, str) else value or ()
+        try:
+            return [re.compile(p, flags) for p in items]
+        except (TypeError, re.error) as e:
+            raise SpecError(f"copy_store: {what} must be regular expressions (a string or a "
+                            f"list of them) and flags re's flags; {value!r}: {e}") from None
 
-    out, keep = patterns(excludes), patterns(includes)
+    out, keep = patterns(excludes, "excludes"), patterns(includes, "includes")
     return lambda key: not any(p.search(key) for p in out) or any(p.search(key) for p in keep)
 
 

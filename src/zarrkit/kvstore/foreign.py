@@ -186,7 +186,8 @@ def _is_spec(where: Mapping[str, Any]) -> bool:
     that are no store values (an empty dict is an empty store)."""
     if "driver" in where:
         return True
-    return not all(isinstance(v, bytes | bytearray | memoryview) for v in where.values())
+    return not all(isinstance(k, str) and isinstance(v, bytes | bytearray | memoryview)
+                   for k, v in where.items())
 
 
 def _zarr_python_store(store: Any, read_only: bool) -> tuple[KvStore, str]:
