@@ -241,6 +241,9 @@ def test_visit_family(root):
     found = root.visititems(lambda p, n: p if isinstance(n, zarrkit.Array) and n.size == 2
                             else None)
     assert found == "y"
+    for visit in (root.visititems, root.visit, root.visitkeys, root.visitvalues):
+        with pytest.raises(zarrkit.SpecError, match="call a function"):
+            visit("g")
 
 
 def test_group_info(tmp_path):

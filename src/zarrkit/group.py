@@ -408,6 +408,7 @@ class Group(Node, Mapping[str, Any]):
         """h5py's and zarr-python 2's walk: `func(path, node)` for every node below this group,
         each group before its members; the first result that is not None ends the walk and is
         returned."""
+        _check_callable(func)
         for path, node in self.members(None):
             result = func(path, node)
             if result is not None:
@@ -416,12 +417,14 @@ class Group(Node, Mapping[str, Any]):
 
     def visit(self, func: Callable[[str], Any]) -> Any:
         """`visititems` with the path alone."""
+        _check_callable(func)
         return self.visititems(lambda path, _: func(path))
 
     visitkeys = visit
 
     def visitvalues(self, func: Callable[[Array | Group], Any]) -> Any:
         """`visititems` with the node alone."""
+        _check_callable(func)
         return self.visititems(lambda _, node: func(node))
 
     # -- display ---------------------------------------------------------------------------------
@@ -450,6 +453,11 @@ def _checked_depth(max_depth: Any) -> int | None:
     if depth < 0:
         raise SpecError(f"max_depth must be None or an integer >= 0; got {max_depth!r}")
     return depth
+
+
+def _check_callable(func: Any) -> None:
+    if not callable(func):
+        raise SpecError(f"the visit methods call a function for each node; got {func!r}")
 
 
 def _check_castable(node: Array, dtype: Any) -> None:
