@@ -121,3 +121,16 @@ def test_copy_store_bad_patterns(tmp_path, options):
     zarrkit.save_array(str(tmp_path / "a.zarr"), np.arange(2))
     with pytest.raises(zarrkit.SpecError, match="regular expressions"):
         zarrkit.copy_store(str(tmp_path / "a.zarr"), {}, **options)
+
+
+def test_copy_all_from_zarr_python(tmp_path):
+    z = zarr.open_group(str(tmp_path / "z.zarr"), mode="w")
+    z.attrs["a"] = 1
+    x = z.create_array("sub/x", shape=(10,), chunks=(3,), dtype="i2", fill_value=7)
+    x[:5] = np.arange(5)
+    x.attrs["u"] = "m"
+    g = zarrkit.open_group(str(tmp_path / "k.zarr"), mode="w")
+    assert zarrkit.copy_all(z, g)[:2] == (2, 0)
+    copied = g["sub/x"]
+    assert (copied.chunks, copied.fill_value, dict(copied.attrs)) == ((3,), 7, {"u": "m"})
+    assert copied[...].tolist() == [0, 1, 2, 3, 4, 7, 7, 7, 7, 7] and dict(g.attrs) == {"a": 1}

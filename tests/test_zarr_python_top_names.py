@@ -1,6 +1,7 @@
 """zarr-python's top-level save/save_array/save_group/load of groups, open_like, from_array, and
 the array attributes `order`, `compressor`, `info_complete`, `with_config`."""
 
+import dask.array as da
 import numcodecs
 import numpy as np
 import pytest
@@ -151,6 +152,9 @@ def test_from_array_of_other_arrays():
     z[:] = np.arange(30)
     b = zarrkit.from_array(data=z)
     assert b.chunks == (7,) and (b[...] == np.arange(30)).all()
+    d = da.arange(100, chunks=30).reshape(10, 10).rechunk((4, 5))
+    c = zarrkit.from_array(data=d)
+    assert c.chunks == (4, 5) and (c[...] == np.arange(100).reshape(10, 10)).all()
 
 
 def test_from_array_failed_copy_removes_the_array(tmp_path, monkeypatch):

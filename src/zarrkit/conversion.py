@@ -272,7 +272,7 @@ def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: s
     dask, ...), holding its values unless `write_data=False`: zarr-python's `from_array`.
 
     "keep" takes the chunks and (into v3) shards of a zarrkit Array (of another array, chunks
-    that it has) and, in the same Zarr format, its filters, serializer and compressors ("auto":
+    that it has: zarr's, h5py's, dask's chunk size) and, in the same Zarr format, its filters, serializer and compressors ("auto":
     the defaults); None for `fill_value`, `chunk_key_encoding` and `dimension_names` keeps a
     zarrkit Array's. Other keywords (`attributes`, `overwrite`, `storage_options`, `path`...)
     as for `create`. Values are copied a slab at a time; if copying fails, the new array is
@@ -341,8 +341,8 @@ def _kept(data: Any, source: Array | None, fmt: int, asked: dict[str, Any]) -> d
             kept[key] = value
         elif value == "auto":
             continue
-        elif key == "chunks" and _int_tuple(getattr(data, "chunks", None), len(data.shape)):
-            kept[key] = data.chunks
+        elif key == "chunks" and _own_chunks(data) is not None:
+            kept[key] = _own_chunks(data)
         elif key == "shards" and source is not None and source.shards is not None and fmt == 3:
             kept[key] = source.shards
         elif key in ("filters", "compressors") and same:
@@ -350,6 +350,15 @@ def _kept(data: Any, source: Array | None, fmt: int, asked: dict[str, Any]) -> d
         elif key == "serializer" and same and fmt == 3:
             kept[key] = source.serializer  # type: ignore[union-attr]
     return kept
+
+
+def _own_chunks(data: Any) -> tuple[int, ...] | None:
+    """The chunk shape of a chunked array (zarr's, h5py's; dask's `chunksize`), else None."""
+    for name in ("chunks", "chunksize"):
+        chunks = getattr(data, name, None)
+        if _int_tuple(chunks, len(data.shape)):
+            return tuple(int(c) for c in chunks)
+    return None
 
 
 def _kept_settings(source: Array, fmt: int, fill_value: Any, chunk_key_encoding: Any,

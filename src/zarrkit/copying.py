@@ -154,7 +154,7 @@ def _copy_array(source: Any, dest: Group | None, name: str, existing: Any,
     kws = dict(state.create_kws)
     if existing is not None:  # replaced once the copy is complete: a failure keeps it
         kws["overwrite"] = True
-    fill = getattr(source, "fillvalue", None)  # h5py's
+    fill = getattr(source, "fillvalue", getattr(source, "fill_value", None))  # h5py's, zarr's
     if not isinstance(source, Array) and fill is not None and "fill_value" not in kws:
         kws["fill_value"] = fill
     copied = from_array(dest.store, data=source, name=storage.join(dest.path, name),
