@@ -381,8 +381,9 @@ class Group(Node, Mapping[str, Any]):
 
     def move(self, source: str, dest: str) -> None:
         """Move the member `source`, with everything below it, to `dest` (both relative to
-        this group; `dest` must be free, and its missing parent groups are created). Keys are
-        copied, then the source deleted: a failure part-way leaves the source as it was."""
+        this group; `dest` must be free, and its missing parent groups are created): renamed
+        where the store can, else copied and then deleted, so a failure part-way leaves the
+        source as it was."""
         self._check_writable()
         old, new = self._child_path(source), self._child_path(dest)
         _validate_names(dest)

