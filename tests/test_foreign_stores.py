@@ -141,3 +141,22 @@ def test_fsspec_failures_are_store_errors(tmp_path):
     with pytest.raises(zarrkit.StoreError, match="cannot write 'c/0'"):
         a[:2] = [7, 8]
     assert a[2:].tolist() == [2, 3]
+
+
+def test_other_mappings_are_stores_as_they_are():
+    """Any mapping that is not a dict (zarr-python 2's stores, shelves...) is a store: only a
+    dict can be a spec, so only a dict's contents are looked at."""
+    import collections
+
+    class Counting(collections.UserDict):
+        reads: list[str] = []
+
+        def __getitem__(self, key):
+            Counting.reads.append(key)
+            return super().__getitem__(key)
+
+    store = Counting()
+    zarrkit.save_array(store, np.arange(3), chunks=(3,))
+    Counting.reads = []
+    assert zarrkit.open(store, mode="r")[...].tolist() == [0, 1, 2]
+    assert sorted(Counting.reads) == ["c/0", "zarr.json"]  # nothing read to tell it apart

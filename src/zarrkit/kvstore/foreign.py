@@ -168,7 +168,9 @@ def adapt(where: Any, read_only: bool) -> tuple[KvStore, str] | None:
         return _zarr_python_store(where, read_only)
     if module.startswith("fsspec") and hasattr(where, "fs") and hasattr(where, "root"):
         return _fsspec_store(where.fs, where.root, read_only), ""  # an FSMap
-    if isinstance(where, Mapping) and not _is_spec(where):
+    if isinstance(where, dict):  # a spec is a dict too: the contents tell
+        return None if _is_spec(where) else (MappingStore(where, read_only), "")
+    if isinstance(where, Mapping):
         return MappingStore(where, read_only), ""
     return None
 
@@ -203,6 +205,8 @@ def _zarr_python_store(store: Any, read_only: bool) -> tuple[KvStore, str]:
         from .url import open_kvstore
 
         return open_kvstore(str(store.path), read_only=read_only)
+    if isinstance(store, Mapping):  # zarr-python 2's stores are mappings of keys to bytes
+        return MappingStore(store, read_only), ""
     raise SpecError(f"cannot use zarr-python's {kind} as a zarrkit store (LocalStore, "
                     "MemoryStore, FsspecStore and ZipStore can be)")
 
