@@ -1,6 +1,8 @@
 """zarr-python's top-level save/save_array/save_group/load of groups, open_like, from_array, and
 the array attributes `order`, `compressor`, `info_complete`, `with_config`."""
 
+import json
+
 import dask.array as da
 import numcodecs
 import numpy as np
@@ -143,6 +145,22 @@ def test_from_array_across_formats(sharded):
     assert (copy[...] == f[...]).all()
     v3 = zarrkit.from_array(data=f, zarr_format=3)
     assert v3.zarr_format == 3 and (v3[...] == f[...]).all()
+
+
+def test_from_array_keeps_a_zarr_python_array(tmp_path):
+    z = zarr.create_array(store=str(tmp_path / "z.zarr"), shape=(20,), chunks=(5,),
+                          shards=(10,), dtype="i2", fill_value=3, dimension_names=["t"],
+                          compressors=[zarr.codecs.GzipCodec(level=2)])
+    z[:12] = np.arange(12)
+    a = zarrkit.from_array(str(tmp_path / "a.zarr"), data=z)
+    assert (a.chunks, a.shards, a.fill_value, a.dimension_names) == ((5,), (10,), 3, ("t",))
+    theirs = json.loads((tmp_path / "z.zarr" / "zarr.json").read_text())
+    assert a.metadata["codecs"] == theirs["codecs"]
+    assert a[...].tolist() == list(range(12)) + [3] * 8
+    v2 = zarr.create_array(store={}, shape=(6,), chunks=(4,), dtype="f4", zarr_format=2,
+                           compressors=None, order="F", fill_value=1.5)
+    b = zarrkit.from_array(data=v2)
+    assert (b.zarr_format, b.compressor, b.fill_value, b.chunks) == (2, None, 1.5, (4,))
 
 
 def test_from_array_of_other_arrays():

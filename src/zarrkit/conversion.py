@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -271,15 +272,16 @@ def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: s
     """A new array at `name` below `where` like `data` (a zarrkit Array, or any array: numpy,
     dask, ...), holding its values unless `write_data=False`: zarr-python's `from_array`.
 
-    "keep" takes the chunks and (into v3) shards of a zarrkit Array (of another array, chunks
-    that it has: zarr's, h5py's, dask's chunk size) and, in the same Zarr format, its filters, serializer and compressors ("auto":
-    the defaults); None for `fill_value`, `chunk_key_encoding` and `dimension_names` keeps a
-    zarrkit Array's. Other keywords (`attributes`, `overwrite`, `storage_options`, `path`...)
+    "keep" takes the chunks and (into v3) shards of a stored array, zarrkit's or
+    zarr-python's (of another array, chunks that it has: h5py's, dask's chunk size) and, in the
+    same Zarr format, its filters, serializer and compressors ("auto": the defaults); None for
+    `fill_value`, `chunk_key_encoding` and `dimension_names` keeps a stored array's. Other
+    keywords (`attributes`, `overwrite`, `storage_options`, `path`...)
     as for `create`. Values are copied a slab at a time; if copying fails, the new array is
     removed."""
     if not (hasattr(data, "shape") and hasattr(data, "dtype")):
         data = np.asarray(data)
-    source = data if isinstance(data, Array) else None
+    source = _source_of(data)
     fmt = formats.check_format(zarr_format) or (2 if source and source.zarr_format == 2 else 3)
     options = _kept(data, source, fmt, {
         "chunks": chunks, "shards": shards, "filters": filters, "compressors": compressors,
@@ -292,11 +294,11 @@ def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: s
     if name is not None:
         kwargs["path"] = storage.join(normalize_path(kwargs.pop("path", None) or ""), name)
     if kwargs.get("overwrite"):
-        replaced = _replacing(where, data, _dtype(data, source, fmt), fmt, options, kwargs,
+        replaced = _replacing(where, data, _dtype(data, fmt), fmt, options, kwargs,
                               write_data)
         if replaced is not None:
             return replaced
-    dst = api.create(where, data.shape, _dtype(data, source, fmt), zarr_format=fmt,
+    dst = api.create(where, data.shape, _dtype(data, fmt), zarr_format=fmt,
                      **options, **kwargs)
     if write_data:
         try:
@@ -331,7 +333,38 @@ def _quiet(*_: Any) -> None:
     """A progress report nobody reads."""
 
 
-def _kept(data: Any, source: Array | None, fmt: int, asked: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Source:
+    """What `from_array` may keep of a stored array, zarrkit's or zarr-python's (whose
+    attributes bear the same names)."""
+
+    zarr_format: int
+    shards: Any
+    filters: Any
+    compressors: Any
+    serializer: Any
+    fill_value: Any
+    order: str
+    dimension_names: Any
+    key_encoding: Any  # v3: the chunk_key_encoding document; v2: the dimension separator
+
+
+def _source_of(data: Any) -> _Source | None:
+    if isinstance(data, Array):
+        fmt, names = data.zarr_format, data.dimension_names
+        keys = data.metadata["chunk_key_encoding"] if fmt == 3 else \
+            getattr(data._metadata, "dimension_separator", None)
+    else:
+        md = getattr(data, "metadata", None)
+        if not type(data).__module__.startswith("zarr.") or not hasattr(md, "zarr_format"):
+            return None
+        fmt, names = md.zarr_format, getattr(md, "dimension_names", None)
+        keys = md.chunk_key_encoding.to_dict() if fmt == 3 else md.dimension_separator
+    return _Source(fmt, data.shards, data.filters, data.compressors, data.serializer,
+                   data.fill_value, getattr(data, "order", "C"), names, keys or ".")
+
+
+def _kept(data: Any, source: _Source | None, fmt: int, asked: dict[str, Any]) -> dict[str, Any]:
     """Creation keywords for the "keep"/"auto" settings of `from_array`: "auto" and what
     cannot be kept are left out (the defaults)."""
     same = source is not None and source.zarr_format == fmt
@@ -361,17 +394,17 @@ def _own_chunks(data: Any) -> tuple[int, ...] | None:
     return None
 
 
-def _kept_settings(source: Array, fmt: int, fill_value: Any, chunk_key_encoding: Any,
+def _kept_settings(source: _Source, fmt: int, fill_value: Any, chunk_key_encoding: Any,
                    dimension_names: Any) -> dict[str, Any]:
-    """What a zarrkit Array passes on besides its chunking and codecs."""
+    """What a stored array passes on besides its chunking and codecs."""
     kept: dict[str, Any] = {}
     if fill_value is None:
         kept["fill_value"] = source.fill_value
     if chunk_key_encoding is None and source.zarr_format == fmt:
         if fmt == 3:
-            kept["chunk_key_encoding"] = source.metadata["chunk_key_encoding"]
+            kept["chunk_key_encoding"] = source.key_encoding
         else:
-            kept["dimension_separator"] = source._metadata.dimension_separator or "."
+            kept["dimension_separator"] = source.key_encoding
             kept["order"] = source.order
     names = source.dimension_names
     if dimension_names is None and names is not None and (fmt == 3 or None not in names):
@@ -379,14 +412,14 @@ def _kept_settings(source: Array, fmt: int, fill_value: Any, chunk_key_encoding:
     return kept
 
 
-def _dtype(data: Any, source: Array | None, fmt: int) -> Any:
+def _dtype(data: Any, fmt: int) -> Any:
     """The data type to create: a zarrkit Array's own (its v3 type when both are v3, or
     made v3 from v2), else the data's."""
-    if source is None or fmt != 3:
+    if not isinstance(data, Array) or fmt != 3:
         return data.dtype
-    if source.zarr_format == 3:
-        return source._metadata.data_type
-    return v3_data_type(source._metadata, source.name)
+    if data.zarr_format == 3:
+        return data._metadata.data_type
+    return v3_data_type(data._metadata, data.name)
 
 
 # -- upgrade in place -------------------------------------------------------------------------
