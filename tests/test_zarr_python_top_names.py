@@ -49,6 +49,8 @@ def test_save_group_refusals_keep_what_is_there(tmp_path):
     zarrkit.save_group(where, keep=np.arange(2))
     with pytest.raises(zarrkit.SpecError, match="nothing to save"):
         zarrkit.save(where)
+    with pytest.raises(zarrkit.SpecError, match="comes first"):
+        zarrkit.save(np.arange(3))
     with pytest.raises(zarrkit.SpecError, match="chunks is a tuple"):
         zarrkit.save_group(where, chunks=(1, 2))
     with pytest.raises(zarrkit.ZarrkitError):  # text that cannot be stored

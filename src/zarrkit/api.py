@@ -438,6 +438,8 @@ def save(where: Any = None, *args: Any, **kwargs: Any) -> Array | Group:
     **kwargs)`, the keywords being arrays by name."""
     if len(args) == 1:
         return save_array(where, args[0], **kwargs)
+    if not args and hasattr(where, "shape") and hasattr(where, "dtype"):
+        raise SpecError("save(where, data): where the data goes comes first; got an array")
     return save_group(where, *args, **kwargs)
 
 
