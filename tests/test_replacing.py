@@ -77,12 +77,17 @@ def test_replacing_a_group_with_an_array_and_back(store):
     assert list(zarrkit.open_group(store, path="sub")) == ["y"]
 
 
-def test_failed_item_assignment_keeps_the_member(store):
+@pytest.mark.parametrize("replace", [
+    lambda g: g.__setitem__("x", np.zeros((5, 5))),
+    lambda g: g.create_array("x", data=np.zeros((5, 5)), overwrite=True),
+    lambda g: g.create_dataset("x", data=np.zeros((5, 5)), chunks=(1, 5), overwrite=True),
+])
+def test_failed_member_replacement_keeps_the_member(store, replace):
     g = zarrkit.open_group(store, mode="w")
     g["x"] = np.arange(12).reshape(3, 4)
     _failing_after(store, good=0)
     with pytest.raises(zarrkit.StoreError):
-        g["x"] = np.zeros((5, 5))
+        replace(g)
     _healed(store)
     assert g["x"][...].tolist() == np.arange(12).reshape(3, 4).tolist()
     assert list(g) == ["x"]

@@ -380,8 +380,7 @@ def filled_replacing(store: KvStore, path: str, shape: Any, dtype: Any, kwargs: 
         fill(Array(store, at, metadata, write_empty_chunks=write_empty))
 
     storage.replace_node(store, path, formats.format_of(metadata), write)
-    return Array(store, path, storage.read_node(store, path, formats.format_of(metadata)),
-                 write_empty_chunks=write_empty)
+    return Array(store, path, metadata, write_empty_chunks=write_empty)
 
 
 def digit_fill(digit: int, dtype: Any) -> Any:

@@ -318,9 +318,16 @@ class Group(Node, Mapping[str, Any]):
 
     def _create_filled(self, name: str, data: Any, kwargs: dict[str, Any],
                        dtype: Any = None) -> Array:
-        """A new member holding `data`, in its data type unless `dtype` is given."""
+        """A new member holding `data`, in its data type unless `dtype` is given; with
+        `overwrite`, in place of any member there, which is kept if writing fails."""
         data = np.asarray(data)
         dtype = data_type_of(data) if dtype is None else dtype
+        if kwargs.get("overwrite"):
+            self._check_writable()
+            _validate_names(name)
+            self._consolidated = None
+            return array_replacing(self.store, self._child_path(name), data, dtype,
+                                   {"zarr_format": self.zarr_format, **kwargs})
         array = self.create_array(name, shape=data.shape, dtype=dtype, **kwargs)
         try:
             array[...] = data
@@ -364,12 +371,7 @@ class Group(Node, Mapping[str, Any]):
     def __setitem__(self, name: str, value: Any) -> None:
         """`g[name] = data`, zarr-python's shortcut: a new array holding `data`, with default
         settings, in place of any member there (kept if writing the new one fails)."""
-        data = np.asarray(value)
-        self._check_writable()
-        _validate_names(name)
-        self._consolidated = None
-        array_replacing(self.store, self._child_path(name), data, data_type_of(data),
-                        {"zarr_format": self.zarr_format})
+        self._create_filled(name, value, {"overwrite": True})
 
     def __delitem__(self, name: str) -> None:
         self._check_writable()
