@@ -22,10 +22,10 @@ import numpy as np
 
 from . import api, storage
 from .array import Array
-from .describe import human_bytes
 from .engine.executor import run_all
 from .errors import CorruptDataError, NodeNotFoundError, SpecError, ZarrkitError
 from .group import Group, finished_node
+from .info import human_bytes
 from .kvstore import open_kvstore
 from .kvstore.file import FileStore
 from .progress import ProgressBar

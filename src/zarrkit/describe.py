@@ -14,6 +14,7 @@ import numpy as np
 from .array import Array
 from .errors import NotSupportedError
 from .group import Group
+from .info import human_bytes
 from .kvstore import kvstore_to_url
 
 #: Members shown per group in the HTML tree before "... and N more".
@@ -94,16 +95,6 @@ def group_summary(g: Group) -> dict[str, Any]:
 
 def summary(node: Array | Group) -> dict[str, Any]:
     return array_summary(node) if isinstance(node, Array) else group_summary(node)
-
-
-def human_bytes(n: float | None) -> str:
-    if n is None:
-        return "unknown"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def codec_names(codecs: list[Any]) -> str:

@@ -58,8 +58,9 @@ class ArrayInfo(Info):
              else ", ".join(md.codec_names) or "-"),
             ("Store", _store(a)),
             ("Read-only", str(a.read_only)),
-            ("No. bytes", f"{a.nbytes} ({_human(a.nbytes)})"),
-            ("No. bytes stored", "unknown" if stored is None else f"{stored} ({_human(stored)})"),
+            ("No. bytes", f"{a.nbytes} ({human_bytes(a.nbytes)})"),
+            ("No. bytes stored", "unknown" if stored is None
+             else f"{stored} ({human_bytes(stored)})"),
             ("Storage ratio", f"{a.nbytes / stored:.1f}" if stored else "-"),
             ("Chunks stored", f"{nstored}/{a.nchunks}"),
         ]
@@ -122,10 +123,12 @@ def describe_codecs(codecs: list[dict[str, Any]]) -> str:
 
 
 
-
-def _human(n: float) -> str:
+def human_bytes(n: float | None) -> str:
+    """A byte count as text ("1.5 MiB"); "unknown" for None."""
+    if n is None:
+        return "unknown"
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return str(n)
