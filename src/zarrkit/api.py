@@ -72,12 +72,6 @@ def _resolve(where: Any, path: str | None, mode: str,
     return store, normalize_path(full)
 
 
-def open_place(where: Any, path: str | None = None,
-               storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
-    """(the store `where` names, opened read-write; the full path of `path` in it)."""
-    return _resolve(where, path, "a", storage_options)
-
-
 _T = TypeVar("_T")
 
 
@@ -298,14 +292,23 @@ def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
 
 def _array_replacing(data: np.ndarray, where: Any, dtype: Any,
                      kwargs: dict[str, Any]) -> Array | None:
-    """`array(..., overwrite=True)` written beside the node it replaces and moved in once
-    complete, so that a failure keeps the old node; None for a zip archive opened here, which
-    is written anew and given up whole on failure (`create`'s way serves it)."""
-    rest = {k: v for k, v in kwargs.items() if k not in ("overwrite", "path", "storage_options")}
+    """`array(..., overwrite=True)` written beside the node it replaces (see `replacing`)."""
+    return replacing(where, kwargs, lambda store, full, rest: array_replacing(
+        store, full, data, dtype, rest))
+
+
+def replacing(where: Any, kwargs: dict[str, Any],
+              make: Callable[[Any, str, dict[str, Any]], Array]) -> Array | None:
+    """`make(store, full path, creation keywords)` for a one-call replacement of the node at
+    `where` (and `path=`, `storage_options=` of `kwargs`), which writes it beside the old one
+    and moves it in once complete, so that a failure keeps the old node. None, with nothing
+    done, for a zip archive opened here: written anew and given up whole on failure, the
+    usual way serves it."""
     store, full = _resolve(where, kwargs.get("path"), "a", kwargs.get("storage_options"))
     if discard_opened(store, where):  # opened here only to learn it is a zip archive
         return None
-    return _or_discard(store, where, lambda: array_replacing(store, full, data, dtype, rest))
+    rest = {k: v for k, v in kwargs.items() if k not in ("overwrite", "path", "storage_options")}
+    return make(store, full, rest)
 
 
 def full(where: Any = None, shape: Any = None, fill_value: Any = None, **kwargs: Any) -> Array:

@@ -314,16 +314,13 @@ def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: s
 
 def _replacing(where: Any, data: Any, dtype: Any, fmt: int, options: dict[str, Any],
                kwargs: dict[str, Any], write_data: bool) -> Array | None:
-    """`from_array(..., overwrite=True)` written beside the node it replaces and moved in once
-    complete, so that a failure keeps the old node; None for a zip archive opened here, which
-    is written anew and given up whole on failure (the usual way serves it)."""
-    store, full = api.open_place(where, kwargs.get("path"), kwargs.get("storage_options"))
-    if discard_opened(store, where):
+    """`from_array(..., overwrite=True)` written beside the node it replaces (see
+    `api.replacing`)."""
+    node = api.replacing(where, kwargs, lambda store, full, rest: filled_replacing(
+        store, full, data.shape, dtype, {**options, **rest, "zarr_format": fmt},
+        lambda a: _copy_array(data, a, _quiet) if write_data else None))
+    if node is None:
         return None
-    rest = {k: v for k, v in kwargs.items() if k not in ("path", "storage_options")}
-    node = filled_replacing(store, full, data.shape, dtype, {**options, **rest,
-                                                            "zarr_format": fmt},
-                            lambda a: _copy_array(data, a, _quiet) if write_data else None)
     finished = finished_node(node, where, storage_options=kwargs.get("storage_options"))
     assert isinstance(finished, Array)
     return finished

@@ -122,7 +122,6 @@ def describe_codecs(codecs: list[dict[str, Any]]) -> str:
     return ", ".join(parts)
 
 
-
 def human_bytes(n: float | None) -> str:
     """A byte count as text ("1.5 MiB"); "unknown" for None."""
     if n is None:
