@@ -57,17 +57,39 @@ def test_both_ways_with_zarr_python(tmp_path, case):
                           **codecs)
     z[:] = data
     expected = z[:]  # bitround and quantize are lossy: what zarr-python reads back
+    misread = case in MISREAD_BY_ZARR_PYTHON
+    if misread:
+        expected = _through_numcodecs(codecs["filters"], data)
+        assert not np.array_equal(z[:], expected)  # were zarr-python mended, drop the case
     assert np.array_equal(zarrkit.open(theirs, mode="r")[...], expected)
 
     chain = json.loads((tmp_path / "theirs.zarr" / "zarr.json").read_text())["codecs"]
     ours = str(tmp_path / "ours.zarr")
     a = zarrkit.create(ours, shape=data.shape, chunks=(10, 10), dtype=dtype, codecs=chain)
     a[...] = data
-    assert np.array_equal(zarr.open_array(ours, mode="r")[:], expected)
+    if not misread:
+        assert np.array_equal(zarr.open_array(ours, mode="r")[:], expected)
     assert np.array_equal(a[...], expected)
     for key in ("c/0/0", "c/3/2"):
         assert _timeless((tmp_path / "ours.zarr" / key).read_bytes()) == \
             _timeless((tmp_path / "theirs.zarr" / key).read_bytes())
+
+
+#: zarr-python 3.1 hands a filter's decode the values in the bytes codec's byte order, not the
+#: order the filter produced when encoding: a big-endian `astype` with little-endian bytes reads
+#: back as byte-swapped values. The chunks are right (the same bytes as ours); zarrkit reads
+#: the values numcodecs encoded.
+MISREAD_BY_ZARR_PYTHON = ("fixedscaleoffset-bigendian",)
+
+
+def _through_numcodecs(filters, data):
+    """`data` encoded and decoded by the numcodecs filters themselves."""
+    codecs, shape = [f._codec for f in filters], data.shape
+    for codec in codecs:
+        data = codec.encode(data)
+    for codec in reversed(codecs):
+        data = codec.decode(data)
+    return data.reshape(shape)
 
 
 def _timeless(chunk):

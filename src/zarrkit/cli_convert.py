@@ -11,7 +11,9 @@ import argparse
 import json
 from typing import Any
 
-from .conversion import convert, upgrade_metadata
+from .array import Array
+from .codecs import NUMCODECS_PREFIX
+from .conversion import convert, upgrade_metadata, walk
 from .errors import SpecError
 
 
@@ -54,7 +56,19 @@ def _run(args: argparse.Namespace) -> int:
                        progress=not args.quiet)
     if not args.quiet:
         print(f"{node.name}: Zarr v{node.zarr_format} at {args.dst or args.src}")
+        _note_numcodecs(node)
     return 0
+
+
+def _note_numcodecs(node: Any) -> None:
+    """Name the arrays an upgrade gave zarr-python's numcodecs.* codecs: readers that keep to
+    the v3 specification (TensorStore) cannot read them."""
+    found = [rel or "/" for rel, n in walk(node) if isinstance(n, Array) and n.zarr_format == 3
+             and any(c["name"].startswith(NUMCODECS_PREFIX) for c in n.metadata["codecs"])]
+    if found:
+        print(f"note: {len(found)} array(s) use numcodecs.* codecs, outside the Zarr v3 "
+              f"specification (zarrkit and zarr-python read them; TensorStore does not): "
+              f"{', '.join(found)}")
 
 
 def add_convert_command(sub: Any) -> None:

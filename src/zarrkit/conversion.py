@@ -449,8 +449,9 @@ def upgrade_metadata(where: Any, *, path: str | None = None, keep_v2_metadata: b
     """Upgrade the v2 (or v1) hierarchy at `where` to v3 in place, writing only metadata.
 
     Each array keeps its chunks: the v3 metadata uses the "v2" chunk key encoding and codecs
-    that read the existing bytes. Raises (writing nothing) if any array has filters, a
-    compressor v3 lacks (zlib, bz2, lzma, lz4, ...) or a type v3 lacks; `convert` copies those.
+    that read the existing bytes (zarr-python's `numcodecs.<id>` codecs for filters and
+    compressors the v3 specification lacks). Raises (writing nothing) if any array has a type
+    or a filter chain v3 cannot express; `convert` copies those.
     The old documents are removed unless `keep_v2_metadata` (see the module docstring); on a
     hierarchy already upgraded, those a killed run left are.
     """

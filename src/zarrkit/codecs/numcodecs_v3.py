@@ -116,15 +116,29 @@ class NumcodecsChecksum(NumcodecsBytesBytes):
 
 
 class NumcodecsArrayArray(_Numcodec, ArrayArrayCodec):
+    #: The members naming the type numcodecs views its input in, when encoding and decoding.
+    encode_input: ClassVar[tuple[str, ...]] = ()
+    decode_input: ClassVar[tuple[str, ...]] = ()
+
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         # A copy: some filters (bitround, ...) work in place, never on the caller's data.
-        out = self._codec.encode(np.array(array, order="C"))  # type: ignore[union-attr]
-        return _shaped(out, self.resolve(spec))
+        given = np.array(self._ordered(array, self.encode_input), order="C")
+        return _shaped(self._codec.encode(given), self.resolve(spec))  # type: ignore[union-attr]
 
     def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
-        given = array if array.flags.writeable else array.copy()  # decoded views are read-only
+        given = self._ordered(array, self.decode_input)
+        given = given if given.flags.writeable else given.copy()  # decoded views are read-only
         out = self._codec.decode(np.ascontiguousarray(given))  # type: ignore[union-attr]
         return _shaped(out, spec)
+
+    def _ordered(self, array: np.ndarray, keys: tuple[str, ...]) -> np.ndarray:
+        """The native `array` in the byte order of the type numcodecs will view it in: a
+        configured big-endian type is given big-endian values, as zarr-python gives them (it
+        hands filters the bytes codec's order, which `zarr migrate v3` writes into the type)."""
+        want = next((self.config[k] for k in keys if self.config.get(k) is not None), None)
+        if want is None or np.dtype(want) == array.dtype:
+            return array
+        return array.astype(np.dtype(want))
 
 
 class NumcodecsArrayBytes(_Numcodec, ArrayBytesCodec):
@@ -140,6 +154,7 @@ class _Typed(NumcodecsArrayArray):
     it produces (delta, fixedscaleoffset, quantize)."""
 
     derived = ("dtype",)
+    encode_input, decode_input = ("dtype",), ("astype", "dtype")
 
     def resolve(self, spec: ChunkSpec) -> ChunkSpec:
         astype = self.config.get("astype")
@@ -150,6 +165,7 @@ class _Typed(NumcodecsArrayArray):
 class NumcodecsAsType(NumcodecsArrayArray):
     name, codec_id = PREFIX + "astype", "astype"
     derived = ("decode_dtype",)
+    encode_input, decode_input = ("decode_dtype",), ("encode_dtype",)
 
     def resolve(self, spec: ChunkSpec) -> ChunkSpec:
         return _retyped(spec, self.config["encode_dtype"])

@@ -2,8 +2,10 @@
 
 `v3_from_v2` gives the zarr.json of a v2 array. With `exact=True` (in-place upgrade) the v3
 document must read the *existing* chunks: the same keys (the "v2" chunk key encoding), the same
-byte layout (transpose for order F, the bytes codec's endian) and a v3 codec for the compressor;
-whatever cannot be expressed that way is refused, naming the array and the reason. Otherwise
+byte layout (transpose for order F, the bytes codec's endian) and a v3 codec for each filter and
+the compressor: the specification's where one exists, else zarr-python's `numcodecs.<id>` codecs
+(outside the specification: zarrkit and zarr-python read them, TensorStore does not). Whatever
+cannot be expressed that way is refused, naming the array and the reason. Otherwise
 (copying) only the values matter: the chunks are re-encoded with the given or mapped codecs.
 """
 
@@ -13,7 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from ..codecs.base import ArrayBytesCodec, BytesBytesCodec
 from ..codecs.numcodecs_v2 import load_numcodec
+from ..codecs.numcodecs_v3 import PREFIX
+from ..codecs.registry import get_codec_class, registered_codecs
 from ..errors import CodecError, DataTypeError
 from .data_type import STRING, VLEN_BYTES, DataType
 from .v2 import DIMENSIONS_ATTRIBUTE, ArrayMetadataV2
@@ -97,44 +102,129 @@ def v3_data_type(md: ArrayMetadataV2, where: str) -> DataType:
 
 
 def _bytes_codec(dtype: np.dtype, endian: str) -> dict[str, Any]:
-    # Without an endian for S text, as zarr-python writes it (byte order means nothing there).
-    if dtype.kind == "S":
+    # Without an endian for S text and one-byte types, as zarr-python writes them (byte order
+    # means nothing there).
+    if dtype.kind == "S" or dtype.itemsize == 1:
         return {"name": "bytes"}
     return {"name": "bytes", "configuration": {"endian": endian}}
 
 
 def v3_codecs(md: ArrayMetadataV2, *, exact: bool, where: str) -> list[dict[str, Any]]:
-    """A v3 codec chain for `md`: its exact equivalent (transpose for order F, the stored byte
-    order, the v3 codec for the compressor: the v2 chunk bytes exactly), or (copying) a good
-    re-encoding. Object arrays keep their object codec (vlen-utf8/vlen-bytes, v2's first
-    filter), which v3 has under the same name."""
-    objects = md.dtype.hasobject
-    codecs: list[dict[str, Any]] = []
+    """A v3 codec chain for `md`: its exact equivalent (`exact_codecs`), or (copying) a good
+    re-encoding: the values little-endian, the v3 codec for the compressor (zstd if there is
+    none), filters dropped. Object arrays keep their object codec (vlen-utf8/vlen-bytes, v2's
+    first filter), which v3 has under the same name."""
     if exact:
-        extra = (md.filters or [])[1 if objects else 0:]
-        if extra:
-            ids = ", ".join(repr(f["id"]) for f in extra)
-            raise CodecError(f"{where}: filters {ids} have no Zarr v3 codecs; copy the array "
-                             "with zarrkit.convert instead")
-        if md.order == "F" and md.ndim > 1:
-            codecs.append({"name": "transpose",
-                           "configuration": {"order": list(reversed(range(md.ndim)))}})
-    if objects:
-        codecs.append({"name": md._object_codec(), "configuration": {}})
-    else:
-        stored_big = exact and md.data_type.stored.byteorder == ">"
-        codecs.append(_bytes_codec(md.dtype, "big" if stored_big else "little"))
-    compressor = _compressor(md, exact=exact, where=where)
-    return codecs + ([compressor] if compressor else [])
+        return exact_codecs(md, where)
+    objects = md.dtype.hasobject
+    first = {"name": md._object_codec(), "configuration": {}} if objects else \
+        _bytes_codec(md.dtype, "little")
+    compressor = _copy_compressor(md, where)
+    return [first] + ([compressor] if compressor else [])
 
 
-def _compressor(md: ArrayMetadataV2, *, exact: bool, where: str) -> dict[str, Any] | None:
-    """The v3 codec for the v2 compressor; when copying, zstd if it has none."""
+def exact_codecs(md: ArrayMetadataV2, where: str) -> list[dict[str, Any]]:
+    """The v3 chain that reads and writes `md`'s chunk bytes exactly: transpose for order F,
+    the filters, the bytes codec in the stored byte order, the compressor. Filters and
+    compressors the v3 specification lacks become zarr-python's `numcodecs.<id>` codecs, in
+    the places their kinds allow (array->array filters before the bytes, bytes->bytes after);
+    a chain v3 cannot express that way raises CodecError."""
+    chain = _Chain(md.data_type.stored, where)
+    if md.order == "F" and md.ndim > 1:
+        chain.codecs.append({"name": "transpose",
+                             "configuration": {"order": list(reversed(range(md.ndim)))}})
+    filters = list(md.filters or [])
+    if md.dtype.hasobject:  # the object codec (v2's first filter) makes the bytes
+        chain.codecs.append({"name": md._object_codec(), "configuration": {}})
+        chain.array = False
+        filters = filters[1:]
+    for i, config in enumerate(filters):
+        chain.add(config, f"{where}: filters[{i}]")
+    if md.compressor is not None:
+        chain.add(md.compressor, f"{where}: compressor")
+    chain.to_bytes()
+    return chain.codecs
+
+
+#: Members of numcodecs filters that name a data type: numcodecs views the values it is given
+#: in that type, so it must be the values' own.
+_TYPE_MEMBERS = ("dtype", "decode_dtype")
+#: ... and those naming the type the filter produces.
+_OUTPUT_MEMBERS = ("astype", "encode_dtype")
+
+
+class _Chain:
+    """A v3 codec chain built from a v2 chunk's filters and compressor, in their order."""
+
+    def __init__(self, stored: np.dtype, where: str) -> None:
+        self.codecs: list[dict[str, Any]] = []
+        self.dtype = stored  # of the values the next filter receives, in their byte order
+        self.array = True  # still an array (else: bytes)
+        self.where = where
+
+    def to_bytes(self) -> None:
+        if self.array:
+            self.codecs.append(_bytes_codec(self.dtype, _ENDIAN[self.dtype.byteorder]))
+            self.array = False
+
+    def add(self, config: dict[str, Any], where: str) -> None:
+        full = load_numcodec(config, where=where).get_config()  # numcodecs' defaults filled in
+        codec_id = full.pop("id")
+        if codec_id in _CORE:
+            self.to_bytes()
+            self.codecs.append(v3_compressor({"id": codec_id, **full}, self.dtype.itemsize,
+                                             where=where))
+            return
+        cls = _numcodecs_class(codec_id, where)
+        if issubclass(cls, BytesBytesCodec):
+            self.to_bytes()
+        elif not self.array:
+            raise CodecError(f"{where}: {codec_id!r} takes an array and follows a codec that "
+                             "made bytes; a Zarr v3 chain cannot place it there")
+        else:
+            full = self._typed(codec_id, full, where)
+            self.array = not issubclass(cls, ArrayBytesCodec)
+        self.codecs.append({"name": PREFIX + codec_id, "configuration": full})
+
+    def _typed(self, codec_id: str, config: dict[str, Any], where: str) -> dict[str, Any]:
+        """`config`, checked against the values it receives: numcodecs views them in its
+        configured type (byte order included: the filter is then handed values in that order,
+        as zarr-python does); the type it produces is what the next codec receives."""
+        for key in _TYPE_MEMBERS:
+            if key in config and np.dtype(config[key]) != self.dtype:
+                raise CodecError(f"{where}: {codec_id!r} views the values as {config[key]!r}, "
+                                 f"not their own type {self.dtype.str!r}; Zarr v3 cannot say so")
+        out = next((config[k] for k in _OUTPUT_MEMBERS if config.get(k) is not None), None)
+        if codec_id == "packbits":
+            out = "|u1"
+        if out is not None:
+            self.dtype = np.dtype(out)
+        return config
+
+
+_CORE = ("blosc", "zstd", "gzip", "crc32c")  # compressors with a v3 codec of the same bytes
+_ENDIAN = {">": "big", "<": "little", "|": "little",
+           "=": "little" if np.little_endian else "big"}
+
+
+def _numcodecs_class(codec_id: str, where: str) -> type:
+    try:
+        return get_codec_class(PREFIX + codec_id)
+    except CodecError:
+        raise CodecError(f"{where}: {codec_id!r} has no Zarr v3 codec (v3 has blosc, gzip, "
+                         "zstd and crc32c; zarr-python's numcodecs.* codecs add "
+                         f"{', '.join(_numcodecs_ids())})") from None
+
+
+def _numcodecs_ids() -> list[str]:
+    return [n[len(PREFIX):] for n in registered_codecs() if n.startswith(PREFIX)]
+
+
+def _copy_compressor(md: ArrayMetadataV2, where: str) -> dict[str, Any] | None:
+    """The v3 codec for the v2 compressor, or zstd if it has none."""
     try:
         return v3_compressor(md.compressor, md.dtype.itemsize, where=where)
     except CodecError:
-        if exact:
-            raise
         return dict(DEFAULT_V3_COMPRESSOR)
 
 
