@@ -108,6 +108,19 @@ def test_zarr_python_store_objects(tmp_path):
     assert zarrkit.open(frozen, path="a").read_only
 
 
+def test_obstore_local_stores(tmp_path):
+    obstore = pytest.importorskip("obstore")
+    local = obstore.store.LocalStore(str(tmp_path), mkdir=True)
+    a = _round_trip(local)
+    assert a.store.driver == "file"  # zarrkit's own: atomic writes, locks between processes
+    assert zarr.open_array(zarr.storage.ObjectStore(local), path="a", mode="r")[:].tolist() == \
+        list(range(10))
+    with pytest.raises(zarrkit.SpecError, match="LocalStore without a prefix"):
+        zarrkit.open(obstore.store.LocalStore())
+    with pytest.raises(zarrkit.SpecError, match="obstore's MemoryStore"):
+        zarrkit.open(obstore.store.MemoryStore())
+
+
 def test_zarr_python_zip_store(tmp_path):
     path = tmp_path / "z.zip"
     zarrkit.save_array(str(path), np.arange(5))

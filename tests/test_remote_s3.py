@@ -145,6 +145,45 @@ def test_array_roundtrip_sharded_and_interop(bucket, opts):
     np.testing.assert_array_equal(z[...], data)
 
 
+def _obstore_s3(bucket, endpoint, prefix):
+    import obstore.store
+
+    return obstore.store.S3Store(bucket, prefix=prefix, endpoint=endpoint,
+                                 access_key_id=S3_KEY, secret_access_key=S3_SECRET,
+                                 region="us-east-1", client_options={"allow_http": True})
+
+
+def test_obstore_and_zarr_python_object_stores(bucket, s3_endpoint):
+    """An obstore S3Store, bare or in zarr-python's ObjectStore, is used with its own prefix,
+    credentials and options: both ways with zarr-python, pickled, with leases."""
+    import zarr
+
+    s3 = _obstore_s3(bucket, s3_endpoint, "pre/fix")
+    data = np.arange(200, dtype="i4").reshape(20, 10)
+    a = zarrkit.create(s3, shape=data.shape, chunks=(5, 5), shards=(10, 10), dtype="i4")
+    a[...] = data
+    assert isinstance(a.store, ObjectStore) and a.store.location.url == f"s3://{bucket}/pre/fix"
+    assert a.store.to_json() == {"driver": "s3", "bucket": bucket, "path": "pre/fix/",
+                                 "endpoint": s3_endpoint}
+    assert zarrkit.open(f"s3://{bucket}/pre/fix", mode="r", storage_options={
+        "key": S3_KEY, "secret": S3_SECRET, "endpoint_url": s3_endpoint,
+        "region": "us-east-1"})[...].sum() == data.sum()  # where the prefix put it
+    a[1:3, 1:3] = -1  # a partial shard write, under the lease lock
+    data[1:3, 1:3] = -1
+    theirs = zarr.open_array(zarr.storage.ObjectStore(s3, read_only=True), mode="r")
+    np.testing.assert_array_equal(theirs[...], data)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(a))[...], data)
+
+    other = zarr.storage.ObjectStore(_obstore_s3(bucket, s3_endpoint, "other"))
+    z = zarr.create_array(other, name="theirs", shape=(4,), dtype="f8")
+    z[...] = [1, 2, 3, 4]
+    frozen = zarr.storage.ObjectStore(other.store, read_only=True)
+    b = zarrkit.open(frozen, path="theirs")
+    assert b.read_only and b[...].tolist() == [1, 2, 3, 4]
+    with pytest.raises(ReadOnlyError):
+        b[0] = 5
+
+
 def test_group_tree_and_tensorstore_spec(bucket, opts, s3_endpoint):
     g = zarrkit.open_group(f"s3://{bucket}/tree.zarr", mode="w", storage_options=opts)
     g.create_array("raw/image", shape=(4, 4), dtype="uint8", chunks=(2, 2))[...] = 7

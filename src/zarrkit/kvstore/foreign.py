@@ -1,11 +1,14 @@
 """Other libraries' stores as zarrkit stores, so `zarrkit.open(store)` takes what zarr-python
 users already hold: a mapping of keys to bytes (a dict, zarr-python 2's stores), an fsspec
-`FSMap` (`fsspec.get_mapper(url)`, kerchunk's `reference://` maps included), and zarr-python 3's
-store objects (`LocalStore`, `MemoryStore`, `FsspecStore`, `ZipStore`).
+`FSMap` (`fsspec.get_mapper(url)`, kerchunk's `reference://` maps included), zarr-python 3's
+store objects (`LocalStore`, `MemoryStore`, `FsspecStore`, `ObjectStore`, `ZipStore`) and
+obstore's (`S3Store`, `GCSStore`, `AzureStore`, `HTTPStore`, `LocalStore`).
 
 A mapping is used as it is (values written as bytes); an fsspec file system through its own
-calls, so byte ranges and batches of reads are single requests. Writes are as atomic as the
-mapping or file system makes them; locks exclude this process's threads only.
+calls, so byte ranges and batches of reads are single requests. Their writes are as atomic as
+the mapping or file system makes them; their locks exclude this process's threads only. An
+obstore store is driven by zarrkit's object store (atomic PUTs, leases between processes), with
+its configuration, credentials and prefix as given.
 """
 
 from __future__ import annotations
@@ -166,6 +169,8 @@ def adapt(where: Any, read_only: bool) -> tuple[KvStore, str] | None:
     module = type(where).__module__ or ""
     if module.startswith("zarr.storage") or module.startswith("zarr.abc"):
         return _zarr_python_store(where, read_only)
+    if module.startswith("obstore"):
+        return _obstore_store(where, read_only), ""
     if module.startswith("fsspec") and hasattr(where, "fs") and hasattr(where, "root"):
         return _fsspec_store(where.fs, where.root, read_only), ""  # an FSMap
     if isinstance(where, dict):  # a spec is a dict too: the contents tell
@@ -201,6 +206,8 @@ def _zarr_python_store(store: Any, read_only: bool) -> tuple[KvStore, str]:
         return MappingStore(_BufferDict(store._store_dict), read_only), ""
     if kind == "FsspecStore":
         return _fsspec_store(_sync_fs(store.fs), store.path, read_only), ""
+    if kind == "ObjectStore":
+        return _obstore_store(store.store, read_only), ""
     if kind == "ZipStore":
         from .url import open_kvstore
 
@@ -208,7 +215,20 @@ def _zarr_python_store(store: Any, read_only: bool) -> tuple[KvStore, str]:
     if isinstance(store, Mapping):  # zarr-python 2's stores are mappings of keys to bytes
         return MappingStore(store, read_only), ""
     raise SpecError(f"cannot use zarr-python's {kind} as a zarrkit store (LocalStore, "
-                    "MemoryStore, FsspecStore and ZipStore can be)")
+                    "MemoryStore, FsspecStore, ObjectStore and ZipStore can be)")
+
+
+def _obstore_store(client: Any, read_only: bool) -> KvStore:
+    """An obstore store object: a local one becomes zarrkit's file store (atomic writes,
+    locks between processes); those of object storage are used as they are."""
+    if type(client).__name__ == "LocalStore":
+        if client.prefix is None:
+            raise SpecError("obstore's LocalStore without a prefix (the whole file system) "
+                            "cannot be a zarrkit store: give it the directory")
+        return FileStore(str(client.prefix), read_only=read_only)
+    from .object_store import from_client
+
+    return from_client(client, read_only=read_only)
 
 
 def _sync_fs(fs: Any) -> Any:

@@ -48,6 +48,7 @@ from ..errors import (
     NotSupportedError,
     PermissionDeniedError,
     ReadOnlyError,
+    SpecError,
     StoreError,
     StoreUnreachableError,
 )
@@ -239,8 +240,33 @@ class _Loop:
 
 # -- the store --------------------------------------------------------------------------------
 
-def _rebuild(loc: Location, read_only: bool) -> ObjectStore:
-    return ObjectStore(loc, read_only=read_only)
+def _rebuild(loc: Location, read_only: bool, client: Any = None) -> ObjectStore:
+    return ObjectStore(loc, read_only=read_only, client=client)
+
+
+#: obstore's store classes, by the kind of location each reaches.
+_CLIENT_KINDS = {"S3Store": "s3", "GCSStore": "gcs", "AzureStore": "azure", "HTTPStore": "http"}
+
+
+def client_kind(client: Any) -> str | None:
+    """"s3", "gcs", "azure" or "http" for an obstore store object, else None."""
+    return _CLIENT_KINDS.get(type(client).__name__)
+
+
+def from_client(client: Any, *, read_only: bool = False) -> ObjectStore:
+    """A store over an obstore store object made by the caller (or held by zarr-python's
+    `ObjectStore`): its configuration, credentials, retries and prefix are used as they are."""
+    kind = client_kind(client)
+    if kind is None:
+        raise SpecError(f"cannot use obstore's {type(client).__name__} as a zarrkit store "
+                        f"(S3Store, GCSStore, AzureStore and HTTPStore can be)")
+    config = dict(getattr(client, "config", None) or {})
+    bucket = client.url if kind == "http" else \
+        str(config.get("bucket") or config.get("container_name") or "")
+    options = RemoteOptions(config=config, client=dict(client.client_options or {}))
+    prefix = str(getattr(client, "prefix", None) or "").strip("/")
+    return ObjectStore(Location(kind, bucket, prefix, options), read_only=read_only,
+                       client=client)
 
 
 class ObjectStore(KvStore):
@@ -249,13 +275,16 @@ class ObjectStore(KvStore):
     io_concurrency = CONCURRENCY
     lock_whole_writes = False  # see the module docstring
 
-    def __init__(self, location: Location, *, read_only: bool = False) -> None:
+    def __init__(self, location: Location, *, read_only: bool = False,
+                 client: Any = None) -> None:
+        """`client`: an obstore store for `location` made elsewhere (else one is built)."""
         if location.kind == "http":
             read_only = True  # plain HTTP has no writes
         super().__init__(read_only=read_only)
         self.location = location
         self.driver = location.kind
-        self._client = build_client(location)
+        self._given = client
+        self._client = build_client(location) if client is None else client
         self._obs = _obstore()
         self._leases = location.options.locking and location.kind != "http"
         # Set once the server answered a range of a non-empty value with all of it (plain
@@ -587,7 +616,7 @@ class ObjectStore(KvStore):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Credentials travel with the pickle, as with fsspec: a dask worker must authenticate.
-        return _rebuild, (self.location, self.read_only)
+        return _rebuild, (self.location, self.read_only, self._given)  # obstore's pickle
 
 
 def _cut_ranges(whole: memoryview, ranges: Sequence[ByteRange | None]) -> list[Buffer | None]:
