@@ -2,9 +2,11 @@
 
 v2 groups get a `.zmetadata` document (zarr-python 2's format); v3 groups get zarr-python 3's
 `consolidated_metadata` member in their zarr.json. Either way every node below the group is
-recorded, so `zarrkit.open` then reads the whole hierarchy's metadata in one request. The record
-is a snapshot: after nodes change, call `consolidate_metadata` again to refresh it (readers that
-must not trust a snapshot pass `use_consolidated=False`).
+recorded, so `zarrkit.open` then reads the whole hierarchy's metadata in one request. zarrkit
+keeps the record up to date as it writes (`storage` records each node it creates, changes,
+replaces or moves, and drops those it deletes); after other writers (zarr-python leaves the
+record as it was), call `consolidate_metadata` again to refresh it (readers that must not trust
+the record pass `use_consolidated=False`).
 """
 
 from __future__ import annotations
@@ -17,10 +19,15 @@ from .errors import NodeTypeError
 from .group import Group, finished_node, open_node
 from .kvstore import open_kvstore
 from .kvstore.base import KvStore
-from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER, v2_document, v3_member
+from .metadata.consolidated import (
+    CONSOLIDATED_KEY,
+    V3_MEMBER,
+    records_of,
+    v2_document,
+    v3_member,
+)
 from .metadata.json import json_dumps
 from .metadata.names import normalize_path
-from .metadata.v2 import ATTRS_KEY
 from .node import Node
 
 
@@ -49,12 +56,6 @@ def collect(store: KvStore, root: str, zarr_format: int) -> dict[str, Any]:
     return nodes
 
 
-def _v3_doc(metadata: Any) -> dict[str, Any]:
-    doc = metadata.to_json()
-    doc.pop(V3_MEMBER, None)  # the root's record covers every level; nested copies go stale
-    return doc
-
-
 def consolidate_metadata(where: Any, *, path: str | None = None,
                          storage_options: dict[str, Any] | None = None) -> Group:
     """Record the metadata of every node below the group at `where` (a path, URL, spec, store
@@ -70,14 +71,14 @@ def consolidate_metadata(where: Any, *, path: str | None = None,
         raise NodeTypeError(f"consolidate_metadata: {root or '/'!r} is an array, not a group")
     fmt = formats.format_of(metadata)
     nodes = collect(store, root, fmt)
+    records: dict[str, Any] = {}
+    for rel, md in nodes.items():
+        records.update(records_of(rel, md))
     if fmt == 2:
-        entries: dict[str, dict[str, Any]] = {"": {".zgroup": metadata.to_json(),
-                                                   ATTRS_KEY: metadata.attributes}}
-        for rel, md in nodes.items():
-            entries[rel] = {md.metadata_key: md.to_json(), ATTRS_KEY: md.attributes}
-        store.set(formats.key(root, CONSOLIDATED_KEY), json_dumps(v2_document(entries)))
+        records.update(records_of("", metadata))  # the group's own documents, v2 only
+        store.set(formats.key(root, CONSOLIDATED_KEY), json_dumps(v2_document(records)))
     else:
-        member = v3_member({rel: _v3_doc(md) for rel, md in nodes.items()})
+        member = v3_member(records)
         updated = metadata.evolve(extra={**metadata.extra, V3_MEMBER: member})
         storage.write_metadata(store, root, updated)
     node = finished_node(open_node(store, root, zarr_format=fmt), where,

@@ -6,6 +6,7 @@ node's metadata, and how a hierarchy maps to key prefixes.
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from . import formats
 from .errors import MetadataError, NodeNotFoundError
 from .kvstore.base import KvStore
-from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER
+from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER, records_of
 from .metadata.json import json_dumps, json_loads
 from .metadata.names import normalize_path
 
@@ -68,11 +69,20 @@ def node_exists(store: KvStore, path: str, zarr_format: int | None = None) -> bo
 
 
 def write_metadata(store: KvStore, path: str, metadata: NodeMetadata) -> None:
+    """Write a node's documents, and its records in the consolidated metadata of the groups
+    above it (a node created, changed or replaced is then seen by readers of those)."""
     formats.write(store, path, metadata)
+    record_consolidated(store, path, metadata)
 
 
 def write_attributes(store: KvStore, path: str, metadata: NodeMetadata) -> None:
     formats.write_attributes(store, path, metadata)
+    record_consolidated(store, path, metadata)
+
+
+def record_consolidated(store: KvStore, path: str, metadata: NodeMetadata) -> None:
+    """Record the node just written at `path` in its ancestors' consolidated metadata."""
+    _record_consolidated(store, path, lambda: {"": metadata})
 
 
 def ensure_parents(store: KvStore, path: str, zarr_format: int = 3) -> None:
@@ -121,9 +131,10 @@ def move_node(store: KvStore, source: str, dest: str, zarr_format: int) -> None:
     old, new = prefix_of(source), prefix_of(dest)
     if store.rename_prefix(old, new):
         _forget_consolidated(store, source)
-        return
-    _transfer(store, old, new)
-    delete_node(store, source)
+    else:
+        _transfer(store, old, new)
+        delete_node(store, source)
+    _record_consolidated(store, dest, lambda: _subtree(store, dest, zarr_format))
 
 
 def _transfer(store: KvStore, old: str, new: str) -> None:
@@ -159,6 +170,7 @@ def replace_node(store: KvStore, path: str, zarr_format: int,
     if not store.rename_prefix(prefix_of(staging), prefix_of(path)):
         _transfer(store, prefix_of(staging), prefix_of(path))
         store.delete_prefix(prefix_of(staging))
+    _record_consolidated(store, path, lambda: _subtree(store, path, zarr_format))
 
 
 def _written_or_removed(store: KvStore, path: str, write: Callable[[str], None]) -> None:
@@ -181,25 +193,67 @@ def _remove_all_but(store: KvStore, path: str, staging: str | None) -> None:
             store.delete_prefix(name + "/")
 
 
+# -- keeping consolidated metadata up to date ------------------------------------------------
+
+
 def _forget_consolidated(store: KvStore, path: str) -> None:
     """Drop the records of `path` and the nodes below it from every ancestor's consolidated
-    metadata (v3 `consolidated_metadata` member, v2 `.zmetadata`), read in one request."""
+    metadata (v3 `consolidated_metadata` member, v2 `.zmetadata`)."""
+    def forget(records: dict[str, Any], rel: str, _: str) -> bool:
+        stale = [k for k in records if k == rel or k.startswith(rel + "/")]
+        for k in stale:
+            del records[k]
+        return bool(stale)
+
+    if path:
+        _amend_consolidated(store, path, forget)
+
+
+def _record_consolidated(store: KvStore, path: str,
+                         nodes: Callable[[], dict[str, NodeMetadata]]) -> None:
+    """Record `nodes()` ({path relative to `path`: metadata}, asked for only if an ancestor
+    has consolidated metadata) in every ancestor's consolidated metadata of their format. A
+    node being staged (`replace_node`) is recorded once it is moved in."""
+    if not path or any(part.startswith(STAGING) for part in path.split("/")):
+        return
+    nodes = functools.cache(nodes)
+
+    def record(records: dict[str, Any], rel: str, key: str) -> bool:
+        v3 = key.endswith(V3_METADATA_KEY)
+        new = {}
+        for sub, metadata in nodes().items():
+            if (metadata.zarr_format == 3) == v3:
+                new.update(records_of(join(rel, sub) if sub else rel, metadata))
+        changed = any(records.get(k) != v for k, v in new.items())
+        records.update(new)
+        return changed
+
+    _amend_consolidated(store, path, record)
+
+
+def _amend_consolidated(store: KvStore, path: str,
+                        amend: Callable[[dict[str, Any], str, str], bool]) -> None:
+    """`amend(records, rel, key)` the consolidated records (`rel`: `path` relative to their
+    group) of every ancestor of `path` that has some, the ancestors' documents read in one
+    request; a document amend changes is read again and written under its key's lock, so a
+    concurrent update is not lost."""
     parts = path.split("/")
     ancestors = ["/".join(parts[:i]) for i in range(len(parts))]
     keys = [(a, formats.key(a, n)) for a in ancestors for n in (V3_METADATA_KEY, CONSOLIDATED_KEY)]
     for (ancestor, key), raw in zip(keys, store.get_many([(k, None) for _, k in keys]),
                                     strict=True):
         rel = path[len(ancestor):].lstrip("/")
-        if raw is not None and _drop_records(key, raw, rel) is not None:
-            with store.lock(key):  # again under the lock: a concurrent update is not lost
-                doc = _drop_records(key, store.get(key), rel)
+        if raw is not None and _amended(key, raw, rel, amend) is not None:
+            with store.lock(key):
+                doc = _amended(key, store.get(key), rel, amend)
                 if doc is not None:
                     store.set(key, json_dumps(doc))
 
 
-def _drop_records(key: str, raw: Any, rel: str) -> Any:
-    """The document at `key` without its consolidated records of `rel` and below, or None if
-    it has none (or is not a readable document: opening that node reports it)."""
+def _amended(key: str, raw: Any, rel: str,
+             amend: Callable[[dict[str, Any], str, str], bool]) -> Any:
+    """The document at `key` with its consolidated records amended, or None if it has none,
+    `amend` changed nothing, or it is not a readable document (opening that node reports it)."""
     try:
         doc = None if raw is None else json_loads(bytes(raw), what=key)
     except MetadataError:
@@ -208,8 +262,22 @@ def _drop_records(key: str, raw: Any, rel: str) -> Any:
         else doc
     records = member.get("metadata") if isinstance(member, dict) else None
     # v3 records are keyed by node path, v2 ones by document key ("a/x/.zarray").
-    stale = [k for k in records if k == rel or k.startswith(rel + "/")] \
-        if isinstance(records, dict) else []
-    for k in stale:
-        del records[k]
-    return doc if stale else None
+    return doc if isinstance(records, dict) and amend(records, rel, key) else None
+
+
+def _subtree(store: KvStore, path: str, zarr_format: int) -> dict[str, NodeMetadata]:
+    """{path relative to `path`: metadata} of the node at `path` and every node below it."""
+    nodes: dict[str, NodeMetadata] = {}
+    level = [""]
+    while level:
+        below = []
+        for rel in level:
+            at = join(path, rel) if rel else path
+            found = formats.find(store, at, zarr_format, use_consolidated=False)
+            if found is None:
+                continue
+            nodes[rel] = found.metadata
+            if not formats.is_array(found.metadata):
+                below += [join(rel, name) for name in store.list_dir(prefix_of(at))[1]]
+        level = below
+    return nodes

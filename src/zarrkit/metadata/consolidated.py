@@ -94,15 +94,24 @@ class ConsolidatedView:
         return path in self._docs and path != ""
 
 
-def v2_document(entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """A `.zmetadata` document from {relative path: {".zarray"/".zgroup": doc, ".zattrs": doc}}."""
-    metadata: dict[str, Any] = {}
-    for path, docs in sorted(entries.items()):
-        for name, doc in docs.items():
-            metadata[_join(path, name)] = doc
-    return {"metadata": metadata, "zarr_consolidated_format": 1}
+def records_of(rel: str, metadata: Any) -> dict[str, Any]:
+    """The consolidated records of the node at relative path `rel`, keyed as its format keys
+    them: v3 by node path (its zarr.json without a consolidated member of its own: the top
+    group's record covers every level, and nested copies would go stale), v2 by document key
+    (`.zarray`/`.zgroup` and `.zattrs`)."""
+    if metadata.zarr_format == 3:
+        doc = metadata.to_json()
+        doc.pop(V3_MEMBER, None)
+        return {rel: doc}
+    return {_join(rel, metadata.metadata_key): metadata.to_json(),
+            _join(rel, ATTRS_KEY): metadata.attributes}
 
 
-def v3_member(entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def v2_document(records: dict[str, Any]) -> dict[str, Any]:
+    """A `.zmetadata` document from {document key: document}."""
+    return {"metadata": dict(sorted(records.items())), "zarr_consolidated_format": 1}
+
+
+def v3_member(records: dict[str, Any]) -> dict[str, Any]:
     """The `consolidated_metadata` member from {relative path: zarr.json document}."""
-    return {"kind": "inline", "must_understand": False, "metadata": dict(sorted(entries.items()))}
+    return {"kind": "inline", "must_understand": False, "metadata": dict(sorted(records.items()))}

@@ -266,6 +266,7 @@ def _open_or_create(store: Any, path: str, mode: _Mode, driver: _Driver, constra
     storage.ensure_parents(store, path, driver.zarr_format)
     # Exactly TensorStore's document.
     store.set(storage.join(path, driver.document), json_dumps(doc))
+    storage.record_consolidated(store, path, md)
     return array(md)
 
 
