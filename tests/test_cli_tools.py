@@ -114,7 +114,8 @@ def test_clean_removes_old_temp_files_of_killed_writers(capsys, hierarchy, tmp_p
     os.utime(old, (time.time() - 7200,) * 2)
     status, out, _ = run(capsys, "clean", hierarchy, "--json")
     assert status == 0 and json.loads(out) == {
-        "removed": ["sub/plain/c/.1.0123456789abcde1.partial"], "older_than": 3600.0}
+        "removed": ["sub/plain/c/.1.0123456789abcde1.partial"], "moved_in": [],
+        "older_than": 3600.0}
     assert not os.path.exists(old) and os.path.exists(young)
     status, out, _ = run(capsys, "clean", f"{hierarchy}/sub", "--older-than", "0")
     assert status == 0 and out.splitlines() == [
@@ -146,6 +147,61 @@ def test_clean_removes_unfinished_replacements(capsys, tmp_path):
     assert status == 0 and json.loads(out)["removed"] == [storage.STAGING + "old/"]
     assert not old.exists() and (tmp_path / "r.zarr" / (storage.STAGING + "new")).exists()
     assert list(zarrkit.open_group(where)) == ["x"] and g["x"][...].tolist() == [0, 1, 2]
+
+
+class Killed(BaseException):
+    """A writer killed at this point (nothing after it runs, no clean-up)."""
+
+
+def _kill_at(monkeypatch, method, call):
+    """Kill the writer at the `call`-th call of FileStore.`method`."""
+    from zarrkit.kvstore import FileStore
+
+    real, calls = getattr(FileStore, method), []
+
+    def dying(self, *args):
+        calls.append(args)
+        if len(calls) == call:
+            raise Killed
+        return real(self, *args)
+
+    monkeypatch.setattr(FileStore, method, dying)
+
+
+@pytest.mark.parametrize("kill, outcome", [
+    (("rename_prefix", 2), "moved in"),  # old moved aside, new not yet in its place
+    (("delete_prefix", 1), "removed"),  # new in place, old still aside
+])
+def test_clean_finishes_replacements_killed_between_their_steps(capsys, tmp_path, monkeypatch,
+                                                                 kill, outcome):
+    where = tmp_path / "r.zarr"
+    g = zarrkit.open_group(str(where), mode="w")
+    g["sub/x"] = np.arange(3)
+    zarrkit.consolidate_metadata(str(where))
+    with monkeypatch.context() as m:
+        _kill_at(m, *kill)
+        with pytest.raises(Killed):
+            g["sub/x"] = np.arange(5) * 10
+    transient = sorted(p.name for p in (where / "sub").iterdir() if p.name.startswith(".z"))
+    assert len(transient) == (2 if outcome == "moved in" else 1)
+    status, out, _ = run(capsys, "clean", str(where), "--older-than", "0", "--json")
+    report = json.loads(out)
+    assert status == 0 and report["moved_in"] == (["sub/x/"] if outcome == "moved in" else [])
+    assert report["removed"] == [f"sub/{n}/" for n in transient if ".zarrkit-replaced-" in n]
+    assert sorted(os.listdir(where / "sub")) == ["x", "zarr.json"]
+    again = zarrkit.open_group(str(where), mode="r")  # through the consolidated record
+    assert again["sub/x"][...].tolist() == [0, 10, 20, 30, 40]
+
+
+def test_clean_puts_back_a_node_moved_aside_without_a_replacement(capsys, tmp_path):
+    from zarrkit import storage
+
+    where = tmp_path / "r.zarr"
+    zarrkit.open_group(str(where), mode="w")["x"] = np.arange(3)
+    os.rename(where / "x", where / f"{storage.REPLACED}0123456789abcdef-x")
+    status, out, _ = run(capsys, "clean", str(where), "--older-than", "0")
+    assert status == 0 and "moved in the finished replacement of x/" in out
+    assert zarrkit.open(str(where / "x"), mode="r")[...].tolist() == [0, 1, 2]
 
 
 def test_errors_are_reported_not_raised(capsys, tmp_path):

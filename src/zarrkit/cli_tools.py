@@ -316,31 +316,44 @@ def _clean(args: argparse.Namespace) -> int:
         raise NodeNotFoundError(f"clean: no directory at {args.path!r}")
     store = FileStore(root)
     removed = store.remove_temp_files(args.older_than)
-    removed += _remove_stale_replacements(store, args.older_than)
+    replacements = _finish_stale_replacements(store, args.older_than)
+    removed += replacements["removed"]
     if args.json:
-        print(json.dumps({"removed": removed, "older_than": args.older_than}, indent=2))
-    else:
-        print(f"removed {len(removed)} temp file(s) of unfinished writes, "
-              f"older than {args.older_than:g} s")
-        for name in removed:
-            print(f"  {name}")
+        print(json.dumps({"removed": removed, "moved_in": replacements["moved in"],
+                          "older_than": args.older_than}, indent=2))
+        return 0
+    print(f"removed {len(removed)} temp file(s) of unfinished writes, "
+          f"older than {args.older_than:g} s")
+    for name in removed:
+        print(f"  {name}")
+    for name in replacements["moved in"]:
+        print(f"moved in the finished replacement of {name}")
     return 0
 
 
-def _remove_stale_replacements(store: FileStore, older_than: float) -> list[str]:
-    """Delete the staging nodes of replacements that never finished (`storage.STAGING`: a
-    writer killed before moving its new node in), if nothing in them changed for `older_than`
-    seconds; their paths, relative to the store's root and ending in "/"."""
-    cutoff, removed = time.time() - older_than, []
+def _finish_stale_replacements(store: FileStore, older_than: float) -> dict[str, list[str]]:
+    """Complete or clear away the replacements writers were killed in (`storage.is_transient`
+    names: a staging node, the node it replaces moved aside) once nothing in them changed for
+    `older_than` seconds (`storage.finish_replacement`); the paths of the nodes moved in, and
+    of the transient nodes removed, relative to the store's root ("/"-terminated)."""
+    cutoff, done = time.time() - older_than, {"moved in": [], "removed": []}
     for top, dirs, _ in os.walk(store.root):
-        for name in [d for d in dirs if d.startswith(storage.STAGING)]:
+        transient = [d for d in dirs if storage.is_transient(d)]
+        for name in transient:
             dirs.remove(name)
-            path = os.path.join(top, name)
-            if _newest_change(path) < cutoff:
-                rel = os.path.relpath(path, store.root)
-                store.delete_prefix(rel + "/")
-                removed.append(rel + "/")
-    return sorted(removed)
+        parent = os.path.relpath(top, store.root).replace(os.sep, "/").strip(".")
+        for token, target in sorted({storage.transient_parts(d) for d in transient}):
+            mine = [d for d in transient if storage.transient_parts(d) == (token, target)]
+            if max(_newest_change(os.path.join(top, d)) for d in mine) >= cutoff:
+                continue
+            outcome = storage.finish_replacement(store, parent, token, target)
+            moved = {"moved in": storage.STAGING, "restored": storage.REPLACED}.get(outcome)
+            if moved:
+                done["moved in"].append(storage.join(parent, target) + "/")
+            done["removed"] += [storage.join(parent, d) + "/" for d in mine
+                                if not os.path.isdir(os.path.join(top, d))
+                                and not (moved and d.startswith(moved))]
+    return {k: sorted(v) for k, v in done.items()}
 
 
 def _newest_change(path: str) -> float:
@@ -352,8 +365,8 @@ def _newest_change(path: str) -> float:
 
 
 def add_clean_command(sub: Any) -> None:
-    p = sub.add_parser("clean", help="delete the temp files (and unfinished replacements) that "
-                                     "writers killed mid-write left in a local directory")
+    p = sub.add_parser("clean", help="delete the temp files writers killed mid-write left in a "
+                                     "local directory, and finish or clear their replacements")
     p.add_argument("path")
     p.add_argument("--older-than", type=float, default=3600.0, metavar="SECONDS",
                    help="only files last modified this long ago: a younger one may belong to "

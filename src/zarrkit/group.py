@@ -164,8 +164,9 @@ class Group(Node, Mapping[str, Any]):
     def _is_name(self, name: str) -> bool:
         """Whether `name` can name a member (what `keys()` lists must open): in a v3 group,
         "__x" cannot, the prefix being reserved for extensions' files; a replacement being
-        written beside a member (`storage.STAGING`) is none yet."""
-        if name.startswith(storage.STAGING):
+        written beside a member, or the member it replaces moved aside (`storage.is_transient`),
+        is none."""
+        if storage.is_transient(name):
             return False
         try:
             validate_node_name(name, v3=self.zarr_format == 3)

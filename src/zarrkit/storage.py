@@ -118,8 +118,27 @@ def delete_node(store: KvStore, path: str) -> None:
 
 #: Keys copied per request while moving a node (values held in memory at once).
 MOVE_BATCH = 16
-#: Name prefix of the staging node a replacement is written to before it is moved in.
+#: Name prefix of the staging node a replacement is written to before it is moved in ...
 STAGING = ".zarrkit-replacing-"
+#: ... and of the node it replaces, moved aside until deleted.
+REPLACED = ".zarrkit-replaced-"
+#: Longest member name a staging name carries (file names are at most 255 bytes).
+_NAMED_UP_TO = 200
+
+
+def is_transient(name: str) -> bool:
+    """Whether `name` is that of a replacement's staging node or of the node it replaces."""
+    return name.startswith((STAGING, REPLACED))
+
+
+def transient_parts(name: str) -> tuple[str, str] | None:
+    """(token, name of the member it is for: "" if not told) of a transient node's name, or
+    None if `name` is none."""
+    for kind in (STAGING, REPLACED):
+        if name.startswith(kind):
+            token, _, target = name[len(kind):].partition("-")
+            return token, target
+    return None
 
 
 def move_node(store: KvStore, source: str, dest: str, zarr_format: int) -> None:
@@ -163,14 +182,60 @@ def replace_node(store: KvStore, path: str, zarr_format: int,
         ensure_parents(store, path, zarr_format)
         _written_or_removed(store, path, write)
         return
-    staging = join(path.rpartition("/")[0] if "/" in path else "",
-                   STAGING + secrets.token_hex(8))
+    parent, _, name = path.rpartition("/")
+    token = secrets.token_hex(8)
+    named = f"-{name}" if name and len(name.encode()) <= _NAMED_UP_TO else ""
+    staging = join(parent, STAGING + token + named)
     _written_or_removed(store, staging, write)
-    _remove_all_but(store, path, staging)
-    if not store.rename_prefix(prefix_of(staging), prefix_of(path)):
-        _transfer(store, prefix_of(staging), prefix_of(path))
-        store.delete_prefix(prefix_of(staging))
+    if not (named and _swap(store, path, staging, join(parent, REPLACED + token + named))):
+        _remove_all_but(store, path, staging)
+        if not store.rename_prefix(prefix_of(staging), prefix_of(path)):
+            _transfer(store, prefix_of(staging), prefix_of(path))
+            store.delete_prefix(prefix_of(staging))
     _record_consolidated(store, path, lambda: _subtree(store, path, zarr_format))
+
+
+def _swap(store: KvStore, path: str, staging: str, aside: str) -> bool:
+    """Put the complete node at `staging` in the place of the member at `path` with two
+    renames, moving the old one `aside` first and deleting it after; False, with nothing
+    moved, where the store cannot rename them. A writer killed between the renames leaves both
+    named for `path`, which `finish_replacement` completes."""
+    if not store.rename_prefix(prefix_of(path), prefix_of(aside)):
+        return False
+    if not store.rename_prefix(prefix_of(staging), prefix_of(path)):
+        store.rename_prefix(prefix_of(aside), prefix_of(path))  # as it was
+        return False
+    _forget_consolidated(store, path)  # the old node's records; the new one's follow
+    store.delete_prefix(prefix_of(aside))
+    return True
+
+
+def finish_replacement(store: KvStore, parent: str, token: str, name: str) -> str:
+    """Complete or clear away the replacement of the member `name` of `parent` (`token` names
+    its transient nodes) that a writer killed mid-way left. With the old node moved aside and
+    nothing in its place, the new node was complete: it is moved in ("moved in"; the old one
+    is put back, "restored", if the new one is gone). Otherwise the node in place stays and
+    what is left beside it is deleted ("removed"); "kept" if the move cannot be made."""
+    path = join(parent, name) if name else parent
+    staging, aside = (join(parent, kind + token + (f"-{name}" if name else ""))
+                      for kind in (STAGING, REPLACED))
+    if node_exists(store, path) or not node_exists(store, aside):
+        store.delete_prefix(prefix_of(staging))  # unfinished, or already moved in
+        store.delete_prefix(prefix_of(aside))
+        outcome = "removed"
+    else:
+        source, other = (staging, aside) if node_exists(store, staging) else (aside, staging)
+        if not store.rename_prefix(prefix_of(source), prefix_of(path)):
+            return "kept"
+        store.delete_prefix(prefix_of(other))
+        outcome = "moved in" if source == staging else "restored"
+    if path:  # the records of whatever is now in place (the writer may have dropped them)
+        found = formats.find(store, path, None, use_consolidated=False)
+        _forget_consolidated(store, path)
+        if found is not None:
+            fmt = formats.format_of(found.metadata)
+            _record_consolidated(store, path, lambda: _subtree(store, path, fmt))
+    return outcome
 
 
 def _written_or_removed(store: KvStore, path: str, write: Callable[[str], None]) -> None:
@@ -214,7 +279,7 @@ def _record_consolidated(store: KvStore, path: str,
     """Record `nodes()` ({path relative to `path`: metadata}, asked for only if an ancestor
     has consolidated metadata) in every ancestor's consolidated metadata of their format. A
     node being staged (`replace_node`) is recorded once it is moved in."""
-    if not path or any(part.startswith(STAGING) for part in path.split("/")):
+    if not path or any(is_transient(part) for part in path.split("/")):
         return
     nodes = functools.cache(nodes)
 
