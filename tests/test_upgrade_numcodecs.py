@@ -150,3 +150,20 @@ def test_the_command_line_names_arrays_outside_the_specification(tmp_path, capsy
     out = capsys.readouterr().out
     assert "note: 1 array(s) use numcodecs.* codecs" in out and out.rstrip().endswith("sub/lz4")
     assert main(["convert", "--in-place", str(tmp_path)]) == 0  # nothing left to upgrade
+
+
+def test_netcdfs_shuffle_of_element_size_0_upgrades_to_the_types_size(tmp_path):
+    """netCDF-C writes shuffle's element size as 0, meaning the variable's type size."""
+    a = zarrkit.create(tmp_path, shape=(6,), chunks=(3,), dtype=">i4", zarr_format=2,
+                       filters=[{"id": "shuffle", "elementsize": 0}],
+                       compressor={"id": "zlib", "level": 1})
+    a[...] = np.arange(6) * 1000
+    raw = bytes(numcodecs.Zlib().decode((tmp_path / "1").read_bytes()))
+    assert raw == bytes(numcodecs.Shuffle(4).encode((np.arange(3, 6) * 1000).astype(">i4")))
+    out = zarrkit.upgrade_metadata(tmp_path)
+    assert out.metadata["codecs"][1] == {"name": "numcodecs.shuffle",
+                                         "configuration": {"elementsize": 4}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert zarr.open_array(str(tmp_path), mode="r")[...].tolist() == \
+            list(range(0, 6000, 1000))

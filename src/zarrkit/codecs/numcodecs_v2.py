@@ -56,6 +56,15 @@ def load_numcodec(config: Any, *, where: str) -> Numcodec:
         raise CodecError(f"{where}: codec {codec_id!r}: invalid configuration: {e}") from None
 
 
+def sized(config: dict[str, Any], itemsize: int) -> dict[str, Any]:
+    """`config` with a shuffle's element size 0 (or none) made `itemsize`, the size of the
+    values it receives: netCDF-C writes 0 for "the variable's type size", which numcodecs
+    would take literally (leaving the bytes as they are)."""
+    if config.get("id") == "shuffle" and not config.get("elementsize"):
+        return {**config, "elementsize": itemsize}
+    return config
+
+
 def _buffer_view(array: np.ndarray) -> np.ndarray:
     """`array` as unsigned integers of its item size when the buffer protocol cannot carry its
     type (structured, raw and ml_dtypes types); compressors see the same bytes and element
@@ -92,7 +101,8 @@ class V2ChunkCodec(ArrayBytesCodec):
         self.compressor_json = compressor
         prefix = f"{where}: " if where else ""
         self._prefix = prefix
-        self.filters = tuple(load_numcodec(f, where=f"{prefix}filters[{i}]")
+        self.filters = tuple(load_numcodec(sized(f, self.stored.itemsize),
+                                           where=f"{prefix}filters[{i}]")
                              for i, f in enumerate(self.filter_json))
         self.compressor = None if compressor is None else \
             load_numcodec(compressor, where=f"{prefix}compressor")

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..codecs.base import ArrayBytesCodec, BytesBytesCodec
-from ..codecs.numcodecs_v2 import load_numcodec
+from ..codecs.numcodecs_v2 import load_numcodec, sized
 from ..codecs.numcodecs_v3 import PREFIX
 from ..codecs.registry import get_codec_class, registered_codecs
 from ..errors import CodecError, DataTypeError
@@ -129,7 +129,7 @@ def exact_codecs(md: ArrayMetadataV2, where: str) -> list[dict[str, Any]]:
     compressors the v3 specification lacks become zarr-python's `numcodecs.<id>` codecs, in
     the places their kinds allow (array->array filters before the bytes, bytes->bytes after);
     a chain v3 cannot express that way raises CodecError."""
-    chain = _Chain(md.data_type.stored, where)
+    chain = _Chain(md.data_type.stored)
     if md.order == "F" and md.ndim > 1:
         chain.codecs.append({"name": "transpose",
                              "configuration": {"order": list(reversed(range(md.ndim)))}})
@@ -156,11 +156,10 @@ _OUTPUT_MEMBERS = ("astype", "encode_dtype")
 class _Chain:
     """A v3 codec chain built from a v2 chunk's filters and compressor, in their order."""
 
-    def __init__(self, stored: np.dtype, where: str) -> None:
+    def __init__(self, stored: np.dtype) -> None:
         self.codecs: list[dict[str, Any]] = []
         self.dtype = stored  # of the values the next filter receives, in their byte order
         self.array = True  # still an array (else: bytes)
-        self.where = where
 
     def to_bytes(self) -> None:
         if self.array:
@@ -168,6 +167,7 @@ class _Chain:
             self.array = False
 
     def add(self, config: dict[str, Any], where: str) -> None:
+        config = sized(config, self.dtype.itemsize)
         full = load_numcodec(config, where=where).get_config()  # numcodecs' defaults filled in
         codec_id = full.pop("id")
         if codec_id in _CORE:
@@ -191,7 +191,7 @@ class _Chain:
         configured type (byte order included: the filter is then handed values in that order,
         as zarr-python does); the type it produces is what the next codec receives."""
         for key in _TYPE_MEMBERS:
-            if key in config and np.dtype(config[key]) != self.dtype:
+            if config.get(key) is not None and np.dtype(config[key]) != self.dtype:
                 raise CodecError(f"{where}: {codec_id!r} views the values as {config[key]!r}, "
                                  f"not their own type {self.dtype.str!r}; Zarr v3 cannot say so")
         out = next((config[k] for k in _OUTPUT_MEMBERS if config.get(k) is not None), None)
