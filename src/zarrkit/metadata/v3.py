@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..codecs import CodecChain, parse_codec
-from ..codecs.base import ChunkSpec, Codec
+from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec
+from ..codecs.registry import get_codec_class
 from ..errors import CodecError, MetadataError
 from ._util import describe, int_tuple, is_int
 from .chunk_grid import RegularChunkGrid
@@ -24,10 +25,13 @@ from .chunk_key_encoding import ChunkKeyEncoding
 from .data_type import DataType
 from .json import storable_attributes
 
+# "codecs" is required too, but read without it (see _with_serializer).
 _ARRAY_REQUIRED = ("zarr_format", "node_type", "shape", "data_type", "chunk_grid",
-                   "chunk_key_encoding", "fill_value", "codecs")
-_ARRAY_MEMBERS = frozenset(_ARRAY_REQUIRED + ("attributes", "storage_transformers",
+                   "chunk_key_encoding", "fill_value")
+_ARRAY_MEMBERS = frozenset(_ARRAY_REQUIRED + ("codecs", "attributes", "storage_transformers",
                                               "dimension_names"))
+#: The array->bytes codec of documents written without one (`_with_serializer`).
+_IMPLIED_SERIALIZER = {"name": "bytes", "configuration": {"endian": "little"}}
 _GROUP_MEMBERS = frozenset(("zarr_format", "node_type", "attributes"))
 _CONSOLIDATED = "consolidated_metadata"  # zarr-python's extension member of groups
 
@@ -99,6 +103,34 @@ def _check_storage_transformers(value: Any, where: str) -> None:
         # A transformer changes keys and bytes, so skipping one would misread the array.
         raise MetadataError(
             f"{where}: storage_transformers: not supported, got {describe(value)}")
+
+
+def _with_serializer(codecs: Any) -> Any:
+    """`codecs` with little-endian `bytes` before its bytes->bytes codecs when it has no
+    array->bytes codec (`[bytes]` when the member is missing): GDAL before 3.11 wrote v3 arrays
+    so (reading them this way itself; zarr-python and TensorStore refuse them), as did
+    zarrita.js at first (`"codecs": []`). Written back, the document is complete. Lists with a
+    codec that is not registered, and values that are no lists, are left to the chain to
+    report."""
+    if not isinstance(codecs, list):
+        return codecs
+    kinds = [_kind(c) for c in codecs]
+    if ArrayBytesCodec in kinds or None in kinds:
+        return codecs
+    at = kinds.index(BytesBytesCodec) if BytesBytesCodec in kinds else len(codecs)
+    return [*codecs[:at], dict(_IMPLIED_SERIALIZER), *codecs[at:]]
+
+
+def _kind(codec: Any) -> type | None:
+    """ArrayArrayCodec, ArrayBytesCodec or BytesBytesCodec for a codec's JSON, or None if it
+    names no registered codec."""
+    name = codec.get("name") if isinstance(codec, dict) else codec
+    try:
+        cls = get_codec_class(name) if isinstance(name, str) else None
+    except CodecError:
+        return None
+    return next((k for k in (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec)
+                 if cls is not None and issubclass(cls, k)), None)
 
 
 def _parse_dimension_names(value: Any, ndim: int, where: str) -> tuple[str | None, ...] | None:
@@ -235,7 +267,9 @@ class ArrayMetadataV3:
             doc["chunk_key_encoding"], where=f"{where}: chunk_key_encoding")
         fill_value = data_type.parse_fill_value(doc["fill_value"], where=f"{where}: fill_value")
         spec = ChunkSpec(chunk_grid.chunk_shape, data_type.dtype, fill_value)
-        chain = CodecChain.from_json(doc["codecs"], spec, where=f"{where}: codecs")
+        codecs = _with_serializer(doc["codecs"]) if "codecs" in doc else \
+            [dict(_IMPLIED_SERIALIZER)]  # see _with_serializer
+        chain = CodecChain.from_json(codecs, spec, where=f"{where}: codecs")
         _check_storage_transformers(doc.get("storage_transformers", []), where)
         return cls(
             shape=shape, data_type=data_type, chunk_grid=chunk_grid,
