@@ -21,6 +21,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import DataTypeError
+from . import datetime_types as times
 from ._util import describe, is_int, parse_extension
 
 _CORE_DTYPES: dict[str, np.dtype] = {
@@ -82,6 +83,8 @@ _VARIABLE: dict[str, tuple[str, type]] = {STRING: ("vlen_str", str),
 #: value); zarr-python 3.1 still reads that name, and writes it back as variable_length_bytes.
 _ALIASES = {"bytes": VLEN_BYTES}
 
+_TIME_KINDS = ("datetime", "timedelta")
+
 #: (exponent bits, mantissa bits) of each IEEE-like binary float format.
 _FLOAT_FORMATS: dict[np.dtype, tuple[int, int]] = {
     np.dtype(np.float16): (5, 10),
@@ -101,7 +104,8 @@ class DataType:
     name: str
     dtype: np.dtype
     #: "bool", "int", "uint", "float", "complex", "raw", "str" (fixed_length_utf32), "bytes"
-    #: (null_terminated_bytes), "vlen_str" (string) or "vlen_bytes" (variable_length_bytes).
+    #: (null_terminated_bytes), "vlen_str" (string), "vlen_bytes" (variable_length_bytes),
+    #: "datetime" or "timedelta" (numpy.datetime64, numpy.timedelta64).
     kind: str = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -113,6 +117,9 @@ class DataType:
             valid = dtype.kind == _SIZED[self.name][0] and dtype.itemsize > 0 and dtype.isnative
         elif self.name in _VARIABLE:
             valid, kind = dtype == np.dtype(object), _VARIABLE[self.name][0]
+        elif self.name in times.NUMPY_KIND:
+            valid = dtype.kind == times.NUMPY_KIND[self.name] and dtype.isnative
+            kind = "datetime" if dtype.kind == "M" else "timedelta"
         else:
             expected = _dtype_for_name(self.name, where="data_type")
             valid = expected is not None and dtype == expected
@@ -133,6 +140,9 @@ class DataType:
         """Parse the v3 `data_type` member. Unknown types cannot be skipped, so they raise."""
         name, config, _ = parse_extension(value, where=where, error=DataTypeError)
         name = _ALIASES.get(name, name)
+        name = times.ALIASES.get(name, name)
+        if name in times.NUMPY_KIND:
+            return cls(name, times.dtype_from_config(name, config, where))
         if name in _SIZED and isinstance(value, dict):
             numpy_kind = _SIZED[name][0]
             length = _length_bytes(name, config, where)
@@ -161,6 +171,8 @@ class DataType:
             raise DataTypeError(f"unsupported data type {describe(dtype_like)}: {e}") from None
         if _is_raw(dtype):
             return cls(f"r{8 * dtype.itemsize}", dtype)
+        if dtype.kind in "mM":
+            return cls(times.name_of(dtype), dtype.newbyteorder("="))
         text = _text_type(dtype)
         if text is not None:
             return text
@@ -183,6 +195,8 @@ class DataType:
     def to_json(self) -> str | dict[str, Any]:
         if self.name in _SIZED:
             return {"name": self.name, "configuration": {"length_bytes": self.item_size}}
+        if self.name in times.NUMPY_KIND:
+            return {"name": self.name, "configuration": times.config_of(self.dtype)}
         return self.name
 
     # -- fill values --------------------------------------------------------------------------
@@ -191,6 +205,8 @@ class DataType:
         """Zero of the type: false, 0, +0.0, 0+0j, all-zero bytes or the empty str/bytes."""
         if self.kind in ("vlen_str", "vlen_bytes"):
             return _VARIABLE[self.name][1]()
+        if self.kind in _TIME_KINDS:  # NaT, as zarr-python (and v2's null) has it
+            return times.fill_from_json("NaT", self.dtype, "fill_value")
         return np.zeros((), self.dtype)[()]
 
     def parse_fill_value(self, value: Any, *, where: str = "fill_value") -> Any:
@@ -206,6 +222,8 @@ class DataType:
             return float_from_json(value, self.dtype, where=where)
         if kind == "complex":
             return complex_from_json(value, self.dtype, where=where)
+        if kind in _TIME_KINDS:
+            return times.fill_from_json(value, self.dtype, where)
         if kind == "vlen_str" and isinstance(value, int | float):
             value = str(value)  # zarr-python reads numbers (zarr v2's fill values) as their text
         if kind in ("str", "vlen_str"):
@@ -228,6 +246,8 @@ class DataType:
             return float_to_json(scalar, self.dtype)
         if kind == "complex":
             return complex_to_json(scalar, self.dtype)
+        if kind in _TIME_KINDS:
+            return times.fill_to_json(scalar, self.dtype)
         if kind in ("str", "vlen_str"):
             return str(scalar)
         if kind in ("bytes", "vlen_bytes"):  # zarr-python's form: base64 of the value's bytes
@@ -254,11 +274,15 @@ class DataType:
                 return self.dtype.type(int(value)) if self.kind == "int" else value
             if self.kind == "raw":
                 return _raw_from_bytes(np.asarray(value).tobytes(), self.dtype, where)
+            if self.kind in _TIME_KINDS:
+                return times.cast_fill(value, self.dtype, where)
             value = value.item()
         return self._cast_python(value, where)
 
     def _cast_python(self, value: Any, where: str) -> Any:
         kind = self.kind
+        if kind in _TIME_KINDS:
+            return times.cast_fill(value, self.dtype, where)
         if kind == "raw" and isinstance(value, bytes | bytearray | memoryview):
             return _raw_from_bytes(bytes(value), self.dtype, where)
         if kind in ("str", "vlen_str"):
