@@ -73,7 +73,7 @@ def _xarray():
 
 def _refused_datasets(xr):
     good = {"first": ("x", np.arange(3)), "second": ("x", np.ones(3))}
-    rec = np.zeros(3, dtype=[("a", "i4")])
+    rec = np.zeros(3, dtype=[("a", "i4", (2,))])  # a record with an array field: no v3 type
     yield "record", xr.Dataset({**good, "zz": ("x", rec)}), 3, None
     yield "attribute", xr.Dataset({**good, "zz": ("x", np.arange(3), {"bad": {1, 2}})}), 2, None
     yield "encoding", xr.Dataset({**good, "zz": ("x", np.arange(3))}), 3, {"zz": {"chunks": (0,)}}

@@ -139,7 +139,7 @@ def test_slab_shape_aligns_to_both_grids():
     assert convert_module.slab_shape((10,), (4,), (4,), 8, budget=1 << 20) == (16,)
 
 
-@pytest.mark.parametrize("dtype", [[("a", "<i4"), ("b", "<f8")]])
+@pytest.mark.parametrize("dtype", [[("a", "<i4"), ("m", "<f8", (2,))]])  # an array field
 def test_convert_refuses_types_v3_lacks(tmp_path, dtype):
     zarrkit.create(tmp_path / "src", shape=(2,), dtype=dtype, zarr_format=2)
     with pytest.raises(zarrkit.DataTypeError, match="no Zarr v3 data type"):

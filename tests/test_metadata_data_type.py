@@ -122,7 +122,7 @@ def test_from_numpy(dtype_like, name):
 
 
 @pytest.mark.parametrize("dtype_like", [
-    [("a", "i4")], "(2,)i4", np.longdouble,
+    [("a", "i4", (2,))], "(2,)i4", np.longdouble,
     ml_dtypes.float8_e4m3fn, ml_dtypes.uint4, None, "nonsense",
 ])
 def test_from_numpy_refuses_types_without_v3_equivalent(dtype_like):

@@ -72,7 +72,7 @@ def test_convert_failing_part_way_says_the_copy_is_incomplete(tmp_path):
 
 
 def test_refused_convert_keeps_the_node_overwrite_would_replace(tmp_path):
-    zarrkit.create(tmp_path / "src", shape=(2,), dtype=[("a", "<i4")], zarr_format=2)
+    zarrkit.create(tmp_path / "src", shape=(2,), dtype=[("m", "<i4", (2,))], zarr_format=2)
     old = zarrkit.create(tmp_path / "dst", shape=(3,), dtype="i4")
     old[...] = 5
     with pytest.raises(zarrkit.DataTypeError, match="no Zarr v3 data type"):

@@ -207,7 +207,7 @@ def _default_serializer(data_type: DataType) -> dict[str, Any]:
 #: Kinds whose fill values go through `cast_fill_value`: numbers are refused (astype would
 #: invent bytes or text); for the text and bytes types a str is text, bytes are bytes.
 _CAST_KINDS = frozenset({"raw", "str", "bytes", "vlen_str", "vlen_bytes", "datetime",
-                         "timedelta"})
+                         "timedelta", "struct"})
 
 
 def _fill_json(value: Any, data_type: DataType) -> Any:

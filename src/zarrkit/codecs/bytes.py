@@ -28,7 +28,8 @@ def _is_extension(dtype: np.dtype) -> bool:
 
 def _check_dtype(dtype: np.dtype) -> None:
     plain_raw = dtype.kind == "V" and dtype.fields is None and dtype.subdtype is None
-    if not (dtype.kind in _NUMPY_KINDS or plain_raw or _is_extension(dtype)):
+    record = dtype.names is not None and not dtype.hasobject
+    if not (dtype.kind in _NUMPY_KINDS or plain_raw or record or _is_extension(dtype)):
         hint = " (variable-length strings and bytes need the vlen-utf8 or vlen-bytes codec)" \
             if dtype.hasobject else ""
         raise CodecError(f"bytes codec: data type {dtype} cannot be encoded{hint}")
@@ -55,7 +56,8 @@ def _plan(dtype: np.dtype, endian: str | None) -> _Plan:
             # layout in memory but ignores the high bits, which must be zero when stored.
             mask = (1 << info.bits) - 1
     carrier = np.dtype(f"u{dtype.itemsize}") if _is_extension(dtype) else dtype
-    swap = endian is not None and endian != sys.byteorder and endian_applies(dtype)
+    swap = endian is not None and endian != sys.byteorder and (
+        endian_applies(dtype) or dtype.names is not None)
     return _Plan(carrier.newbyteorder(">" if endian == "big" else "<") if swap else None, carrier, mask)
 
 
@@ -81,6 +83,8 @@ class BytesCodec(ArrayBytesCodec):
 
     def evolve(self, spec: ChunkSpec) -> BytesCodec:
         _check_dtype(spec.dtype)
+        if spec.dtype.names is not None:  # records: zarr-python writes none (the elements'
+            return self  # own bytes); one given swaps every field
         endian = (self.endian or "little") if endian_applies(spec.dtype) else None
         return self if endian == self.endian else BytesCodec(endian)
 

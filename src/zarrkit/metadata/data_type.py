@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import DataTypeError
 from . import datetime_types as times
+from . import structured_type as structured
 from ._util import describe, is_int, parse_extension
 
 _CORE_DTYPES: dict[str, np.dtype] = {
@@ -105,7 +106,7 @@ class DataType:
     dtype: np.dtype
     #: "bool", "int", "uint", "float", "complex", "raw", "str" (fixed_length_utf32), "bytes"
     #: (null_terminated_bytes), "vlen_str" (string), "vlen_bytes" (variable_length_bytes),
-    #: "datetime" or "timedelta" (numpy.datetime64, numpy.timedelta64).
+    #: "datetime" or "timedelta" (numpy.datetime64, numpy.timedelta64) or "struct".
     kind: str = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -120,6 +121,8 @@ class DataType:
         elif self.name in times.NUMPY_KIND:
             valid = dtype.kind == times.NUMPY_KIND[self.name] and dtype.isnative
             kind = "datetime" if dtype.kind == "M" else "timedelta"
+        elif self.name == structured.STRUCTURED:
+            valid, kind = structured.is_packed(dtype), "struct"
         else:
             expected = _dtype_for_name(self.name, where="data_type")
             valid = expected is not None and dtype == expected
@@ -143,6 +146,9 @@ class DataType:
         name = times.ALIASES.get(name, name)
         if name in times.NUMPY_KIND:
             return cls(name, times.dtype_from_config(name, config, where))
+        if name == structured.STRUCTURED:
+            return cls(name, structured.dtype_from_config(
+                config, where, lambda v, w: cls.from_json(v, where=w).dtype))
         if name in _SIZED and isinstance(value, dict):
             numpy_kind = _SIZED[name][0]
             length = _length_bytes(name, config, where)
@@ -173,6 +179,9 @@ class DataType:
             return cls(f"r{8 * dtype.itemsize}", dtype)
         if dtype.kind in "mM":
             return cls(times.name_of(dtype), dtype.newbyteorder("="))
+        if dtype.names is not None:
+            return cls(structured.STRUCTURED,
+                       structured.packed(dtype, lambda f: cls.from_numpy(f).dtype))
         text = _text_type(dtype)
         if text is not None:
             return text
@@ -197,6 +206,9 @@ class DataType:
             return {"name": self.name, "configuration": {"length_bytes": self.item_size}}
         if self.name in times.NUMPY_KIND:
             return {"name": self.name, "configuration": times.config_of(self.dtype)}
+        if self.name == structured.STRUCTURED:
+            return {"name": self.name, "configuration": structured.config_of(
+                self.dtype, lambda f: DataType.from_numpy(f).to_json())}
         return self.name
 
     # -- fill values --------------------------------------------------------------------------
@@ -232,6 +244,8 @@ class DataType:
             return _byte_list(value, self.name, where)
         if kind in ("bytes", "vlen_bytes"):
             return self._bytes(decode_base64(value, self.name, where), where)
+        if kind == "struct":
+            return _raw_from_bytes(decode_base64(value, self.name, where), self.dtype, where)
         return _raw_from_json(value, self.dtype, where)
 
     def fill_value_to_json(self, scalar: Any) -> Any:
@@ -253,7 +267,7 @@ class DataType:
         if kind in ("bytes", "vlen_bytes"):  # zarr-python's form: base64 of the value's bytes
             return base64.standard_b64encode(bytes(scalar)).decode("ascii")
         data = np.asarray(scalar).tobytes()
-        if self.name == RAW_BYTES:  # zarr-python's form for this extension
+        if self.name in (RAW_BYTES, structured.STRUCTURED):  # zarr-python's form for these
             return base64.standard_b64encode(data).decode("ascii")
         return list(data)
 
@@ -274,6 +288,8 @@ class DataType:
                 return self.dtype.type(int(value)) if self.kind == "int" else value
             if self.kind == "raw":
                 return _raw_from_bytes(np.asarray(value).tobytes(), self.dtype, where)
+            if self.kind == "struct":
+                return _struct_of(value, self.dtype, where)
             if self.kind in _TIME_KINDS:
                 return times.cast_fill(value, self.dtype, where)
             value = value.item()
@@ -283,6 +299,8 @@ class DataType:
         kind = self.kind
         if kind in _TIME_KINDS:
             return times.cast_fill(value, self.dtype, where)
+        if kind == "struct":
+            return _struct_of(value, self.dtype, where)
         if kind == "raw" and isinstance(value, bytes | bytearray | memoryview):
             return _raw_from_bytes(bytes(value), self.dtype, where)
         if kind in ("str", "vlen_str"):
@@ -548,7 +566,21 @@ def _raw_from_bytes(data: bytes, dtype: np.dtype, where: str) -> Any:
     if len(data) != dtype.itemsize:
         raise DataTypeError(
             f"{where}: raw fill value has {len(data)} bytes, the data type has {dtype.itemsize}")
-    return np.void(data)
+    return np.frombuffer(data, dtype)[0] if dtype.names else np.void(data)
+
+
+def _struct_of(value: Any, dtype: np.dtype, where: str) -> Any:
+    """A structured fill value: its bytes, a record (of any layout with these fields), a tuple
+    of field values, or the base64 JSON form."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return _raw_from_bytes(bytes(value), dtype, where)
+    if isinstance(value, str):
+        return _raw_from_bytes(decode_base64(value, "structured", where), dtype, where)
+    try:
+        return np.asarray(value).astype(dtype)[()] if isinstance(value, np.void) else \
+            np.array(value, dtype)[()]
+    except (TypeError, ValueError) as e:
+        raise DataTypeError(f"{where}: {describe(value)} is no value of {dtype}: {e}") from None
 
 
 def decode_base64(value: Any, name: str, where: str) -> bytes:
