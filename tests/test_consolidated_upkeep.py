@@ -114,3 +114,16 @@ def test_without_consolidated_metadata_nothing_is_added(tmp_path):
     g.create_group("sub").create_array("b", shape=(3,), dtype="f4").resize((5,))
     assert "consolidated_metadata" not in json.loads((tmp_path / "zarr.json").read_text())
     assert "consolidated_metadata" not in json.loads((tmp_path / "sub" / "zarr.json").read_text())
+
+
+def test_a_v2_groups_own_documents_are_kept_up_to_date(tmp_path):
+    """A v2 `.zmetadata` records its group's own `.zgroup` and `.zattrs` too."""
+    g = _hierarchy(tmp_path, 2)
+    g.attrs["title"] = "changed"
+    g["sub"].attrs["level"] = 1
+    zarrkit.consolidate_metadata(tmp_path / "sub")  # sub's own record, then a change in it
+    g["sub"].attrs["level"] = 2
+    assert _records(tmp_path, 2)[".zattrs"] == {"title": "changed"}
+    assert _records(tmp_path, 2)["sub/.zattrs"] == {"level": 2}
+    assert _records(tmp_path, 2, "sub")[".zattrs"] == {"level": 2}
+    assert dict(_theirs(tmp_path, 2).attrs) == {"title": "changed"}

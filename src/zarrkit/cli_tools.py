@@ -341,7 +341,8 @@ def _finish_stale_replacements(store: FileStore, older_than: float) -> dict[str,
         transient = [d for d in dirs if storage.is_transient(d)]
         for name in transient:
             dirs.remove(name)
-        parent = os.path.relpath(top, store.root).replace(os.sep, "/").strip(".")
+        rel = os.path.relpath(top, store.root)
+        parent = "" if rel == "." else rel.replace(os.sep, "/")
         for token, target in sorted({storage.transient_parts(d) for d in transient}):
             mine = [d for d in transient if storage.transient_parts(d) == (token, target)]
             if max(_newest_change(os.path.join(top, d)) for d in mine) >= cutoff:

@@ -277,9 +277,10 @@ def _forget_consolidated(store: KvStore, path: str) -> None:
 def _record_consolidated(store: KvStore, path: str,
                          nodes: Callable[[], dict[str, NodeMetadata]]) -> None:
     """Record `nodes()` ({path relative to `path`: metadata}, asked for only if an ancestor
-    has consolidated metadata) in every ancestor's consolidated metadata of their format. A
-    node being staged (`replace_node`) is recorded once it is moved in."""
-    if not path or any(is_transient(part) for part in path.split("/")):
+    has consolidated metadata) in every ancestor's consolidated metadata of their format (and
+    in a v2 group's own, which records its documents too). A node being staged
+    (`replace_node`) is recorded once it is moved in."""
+    if any(is_transient(part) for part in path.split("/")):
         return
     nodes = functools.cache(nodes)
 
@@ -299,12 +300,13 @@ def _record_consolidated(store: KvStore, path: str,
 def _amend_consolidated(store: KvStore, path: str,
                         amend: Callable[[dict[str, Any], str, str], bool]) -> None:
     """`amend(records, rel, key)` the consolidated records (`rel`: `path` relative to their
-    group) of every ancestor of `path` that has some, the ancestors' documents read in one
-    request; a document amend changes is read again and written under its key's lock, so a
-    concurrent update is not lost."""
-    parts = path.split("/")
+    group) of every ancestor of `path` that has some, and of the node's own `.zmetadata`, the
+    documents read in one request; a document amend changes is read again and written under
+    its key's lock, so a concurrent update is not lost."""
+    parts = path.split("/") if path else []
     ancestors = ["/".join(parts[:i]) for i in range(len(parts))]
     keys = [(a, formats.key(a, n)) for a in ancestors for n in (V3_METADATA_KEY, CONSOLIDATED_KEY)]
+    keys.append((path, formats.key(path, CONSOLIDATED_KEY)))
     for (ancestor, key), raw in zip(keys, store.get_many([(k, None) for _, k in keys]),
                                     strict=True):
         rel = path[len(ancestor):].lstrip("/")

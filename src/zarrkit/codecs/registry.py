@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from ..errors import CodecError
-from .base import Codec
+from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
 
 _CODECS: dict[str, type[Codec]] = {}
 _MEMBERS = frozenset({"name", "configuration", "must_understand"})
@@ -28,6 +28,14 @@ def get_codec_class(name: str) -> type[Codec]:
         return _CODECS[name]
     except KeyError:
         raise CodecError(f"unknown codec {name!r}") from None
+
+
+def codec_kind(name: Any) -> type[Codec] | None:
+    """ArrayArrayCodec, ArrayBytesCodec or BytesBytesCodec: the kind of the codec registered
+    as `name`, or None if none is."""
+    cls = _CODECS.get(name) if isinstance(name, str) else None
+    return next((k for k in (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec)
+                 if cls is not None and issubclass(cls, k)), None)
 
 
 def registered_codecs() -> list[str]:

@@ -18,7 +18,7 @@ import numpy as np
 from ..codecs.base import ArrayBytesCodec, BytesBytesCodec
 from ..codecs.numcodecs_v2 import load_numcodec, sized
 from ..codecs.numcodecs_v3 import PREFIX
-from ..codecs.registry import get_codec_class, registered_codecs
+from ..codecs.registry import codec_kind, registered_codecs
 from ..errors import CodecError, DataTypeError
 from .data_type import STRING, VLEN_BYTES, DataType
 from .v2 import DIMENSIONS_ATTRIBUTE, ArrayMetadataV2
@@ -175,15 +175,15 @@ class _Chain:
             self.codecs.append(v3_compressor({"id": codec_id, **full}, self.dtype.itemsize,
                                              where=where))
             return
-        cls = _numcodecs_class(codec_id, where)
-        if issubclass(cls, BytesBytesCodec):
+        kind = _numcodecs_kind(codec_id, where)
+        if kind is BytesBytesCodec:
             self.to_bytes()
         elif not self.array:
             raise CodecError(f"{where}: {codec_id!r} takes an array and follows a codec that "
                              "made bytes; a Zarr v3 chain cannot place it there")
         else:
             full = self._typed(codec_id, full, where)
-            self.array = not issubclass(cls, ArrayBytesCodec)
+            self.array = kind is not ArrayBytesCodec
         self.codecs.append({"name": PREFIX + codec_id, "configuration": full})
 
     def _typed(self, codec_id: str, config: dict[str, Any], where: str) -> dict[str, Any]:
@@ -207,13 +207,13 @@ _ENDIAN = {">": "big", "<": "little", "|": "little",
            "=": "little" if np.little_endian else "big"}
 
 
-def _numcodecs_class(codec_id: str, where: str) -> type:
-    try:
-        return get_codec_class(PREFIX + codec_id)
-    except CodecError:
+def _numcodecs_kind(codec_id: str, where: str) -> type:
+    kind = codec_kind(PREFIX + codec_id)
+    if kind is None:
         raise CodecError(f"{where}: {codec_id!r} has no Zarr v3 codec (v3 has blosc, gzip, "
                          "zstd and crc32c; zarr-python's numcodecs.* codecs add "
-                         f"{', '.join(_numcodecs_ids())})") from None
+                         f"{', '.join(_numcodecs_ids())})")
+    return kind
 
 
 def _numcodecs_ids() -> list[str]:

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..codecs import CodecChain, parse_codec
-from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec
-from ..codecs.registry import get_codec_class
+from ..codecs.base import ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec
+from ..codecs.registry import codec_kind
 from ..errors import CodecError, MetadataError
 from ._util import describe, int_tuple, is_int
 from .chunk_grid import RegularChunkGrid
@@ -114,23 +114,11 @@ def _with_serializer(codecs: Any) -> Any:
     report."""
     if not isinstance(codecs, list):
         return codecs
-    kinds = [_kind(c) for c in codecs]
+    kinds = [codec_kind(c.get("name") if isinstance(c, dict) else c) for c in codecs]
     if ArrayBytesCodec in kinds or None in kinds:
         return codecs
     at = kinds.index(BytesBytesCodec) if BytesBytesCodec in kinds else len(codecs)
     return [*codecs[:at], dict(_IMPLIED_SERIALIZER), *codecs[at:]]
-
-
-def _kind(codec: Any) -> type | None:
-    """ArrayArrayCodec, ArrayBytesCodec or BytesBytesCodec for a codec's JSON, or None if it
-    names no registered codec."""
-    name = codec.get("name") if isinstance(codec, dict) else codec
-    try:
-        cls = get_codec_class(name) if isinstance(name, str) else None
-    except CodecError:
-        return None
-    return next((k for k in (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec)
-                 if cls is not None and issubclass(cls, k)), None)
 
 
 def _parse_dimension_names(value: Any, ndim: int, where: str) -> tuple[str | None, ...] | None:
