@@ -1,7 +1,8 @@
 """Other libraries' stores as zarrkit stores, so `zarrkit.open(store)` takes what zarr-python
 users already hold: a mapping of keys to bytes (a dict, zarr-python 2's stores), an fsspec
 `FSMap` (`fsspec.get_mapper(url)`, kerchunk's `reference://` maps included), zarr-python 3's
-store objects (`LocalStore`, `MemoryStore`, `FsspecStore`, `ObjectStore`, `ZipStore`) and
+store objects (`LocalStore`, `MemoryStore`, `FsspecStore`, `ObjectStore`, `ZipStore`, and any
+other through its asynchronous methods: icechunk's `IcechunkStore`, `LoggingStore`, ...) and
 obstore's (`S3Store`, `GCSStore`, `AzureStore`, `HTTPStore`, `LocalStore`).
 
 A mapping is used as it is (values written as bytes); an fsspec file system through its own
@@ -13,6 +14,7 @@ its configuration, credentials and prefix as given.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
@@ -167,7 +169,7 @@ def adapt(where: Any, read_only: bool) -> tuple[KvStore, str] | None:
     if isinstance(where, str | bytes | os.PathLike):
         return None
     module = type(where).__module__ or ""
-    if module.startswith("zarr.storage") or module.startswith("zarr.abc"):
+    if module.startswith(("zarr.storage", "zarr.abc")) or _is_zarr_python_store(where):
         return _zarr_python_store(where, read_only)
     if module.startswith("obstore"):
         return _obstore_store(where, read_only), ""
@@ -214,8 +216,15 @@ def _zarr_python_store(store: Any, read_only: bool) -> tuple[KvStore, str]:
         return open_kvstore(str(store.path), read_only=read_only)
     if isinstance(store, Mapping):  # zarr-python 2's stores are mappings of keys to bytes
         return MappingStore(store, read_only), ""
-    raise SpecError(f"cannot use zarr-python's {kind} as a zarrkit store (LocalStore, "
-                    "MemoryStore, FsspecStore, ObjectStore and ZipStore can be)")
+    if callable(getattr(store, "list_prefix", None)) and callable(getattr(store, "get", None)):
+        return ZarrPythonStore(store, read_only), ""  # any other zarr-python 3 store
+    raise SpecError(f"cannot use zarr-python's {kind} as a zarrkit store (not a store)")
+
+
+def _is_zarr_python_store(where: Any) -> bool:
+    """A subclass of zarr-python 3's Store defined elsewhere (icechunk's, an application's)."""
+    return any(c.__module__ == "zarr.abc.store" and c.__name__ == "Store"
+               for c in type(where).__mro__)
 
 
 def _obstore_store(client: Any, read_only: bool) -> KvStore:
@@ -265,3 +274,101 @@ class _BufferDict(MutableMapping[str, Any]):
 
 
 __all__ = ["FsspecStore", "MappingStore", "adapt"]
+
+
+# -- any other zarr-python 3 store --------------------------------------------------------------
+
+
+class ZarrPythonStore(KvStore):
+    """A zarr-python 3 store zarrkit has no store of its own for (icechunk's `IcechunkStore`,
+    `LoggingStore`, an application's), through its asynchronous methods, run on zarr-python's
+    event loop; a batch of reads is one gather. Writes and locks are as the store makes them
+    (locks exclude this process's threads only)."""
+
+    driver = "zarr-python"
+    io_concurrency = 16  # such stores are often remote: keep requests in flight
+
+    def __init__(self, store: Any, read_only: bool = False) -> None:
+        super().__init__(read_only=read_only or bool(getattr(store, "read_only", False)))
+        self.store = store
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return ZarrPythonStore, (self.store, self.read_only)
+
+    def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+        return self.get_many([(key, byte_range)])[0]
+
+    def get_many(self, requests: Sequence[tuple[str, ByteRange | None]]
+                 ) -> list[Buffer | None]:
+        if not requests:
+            return []
+        from zarr.core.buffer import default_buffer_prototype
+
+        prototype = default_buffer_prototype()
+
+        async def gather() -> list[Any]:
+            return await asyncio.gather(*(
+                self.store.get(validate_key(key), prototype, _zarr_range(rng))
+                for key, rng in requests), return_exceptions=True)
+
+        found = self._run(gather())
+        return [self._value(key, got) for (key, _), got in zip(requests, found, strict=True)]
+
+    def _value(self, key: str, got: Any) -> Buffer | None:
+        # A key the store cannot hold is missing there: icechunk refuses all but v3's keys
+        # ("invalid zarr key format"), which format detection asks for.
+        if isinstance(got, FileNotFoundError | KeyError) or \
+                isinstance(got, Exception) and "invalid zarr key" in str(got):
+            return None
+        if isinstance(got, BaseException):
+            raise self._error("read", key, got) from got
+        return None if got is None else got.to_bytes()
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        validate_prefix(prefix)
+
+        async def collect() -> list[str]:
+            return [key async for key in self.store.list_prefix(prefix)]
+
+        return iter(self._run(collect()))
+
+    def _set(self, key: str, value: Buffer) -> None:
+        from zarr.core.buffer import default_buffer_prototype
+
+        data = default_buffer_prototype().buffer.from_bytes(as_bytes(value))
+        self._call("write", key, self.store.set(key, data))
+
+    def _delete(self, key: str) -> None:
+        self._call("delete", key, self.store.delete(key))
+
+    def _call(self, action: str, key: str, coroutine: Any) -> Any:
+        try:
+            return self._run(coroutine)
+        except (OSError, ValueError, RuntimeError) as e:
+            raise self._error(action, key, e) from e
+
+    def _error(self, action: str, key: str, error: BaseException) -> StoreError:
+        return StoreError(f"zarr-python store {type(self.store).__name__}: cannot {action} "
+                          f"{key!r}: {type(error).__name__}: {error}")
+
+    @staticmethod
+    def _run(coroutine: Any) -> Any:
+        from zarr.core.sync import sync
+
+        return sync(coroutine)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"driver": self.driver}
+
+
+def _zarr_range(rng: ByteRange | None) -> Any:
+    """zarr-python's byte request for `rng`."""
+    if rng is None:
+        return None
+    from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+
+    if rng.offset < 0:
+        return SuffixByteRequest(-rng.offset)
+    if rng.length is None:
+        return OffsetByteRequest(rng.offset)
+    return RangeByteRequest(rng.offset, rng.offset + rng.length)

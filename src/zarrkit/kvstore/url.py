@@ -229,6 +229,7 @@ def _object_only(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
 for _driver in (
     KvStoreDriver("mapping", _object_only, members=frozenset({"path"})),
     KvStoreDriver("fsspec", _object_only, members=frozenset({"path", "protocol"})),
+    KvStoreDriver("zarr-python", _object_only, members=frozenset({"path"})),
     KvStoreDriver("file", _file_open, _file_from_url, _file_to_url,
                   members=frozenset({"path", "context", "file_io_concurrency", "file_io_sync",
                                      "file_io_locking", "file_io_mode"})),
