@@ -61,3 +61,21 @@ def test_icechunk_sessions(tmp_path):
         np.testing.assert_array_equal(theirs[...], expected)
     with pytest.raises(zarrkit.ReadOnlyError):
         zarrkit.open(now, path="x")[0, 0] = 1
+
+
+def test_xarray_datasets_in_icechunk():
+    icechunk = pytest.importorskip("icechunk")
+    xr = pytest.importorskip("xarray")
+    from zarrkit.xarray import to_zarr
+
+    repo = icechunk.Repository.create(icechunk.in_memory_storage())
+    session = repo.writable_session("main")
+    times = np.array(["2020-01-01", "2020-01-02", "2020-01-03"], "datetime64[ns]")
+    ds = xr.Dataset({"t": (("time", "x"), np.arange(12.0).reshape(3, 4))},
+                    coords={"time": times, "x": [1, 2, 3, 4]})
+    to_zarr(ds, session.store, mode="w")
+    session.commit("dataset")
+    store = repo.readonly_session("main").store
+    for read in (xr.open_zarr(store, consolidated=False),  # xarray through zarr-python
+                 xr.open_dataset(store, engine="zarrkit")):
+        xr.testing.assert_identical(read.load(), ds)
