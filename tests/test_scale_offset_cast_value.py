@@ -205,3 +205,22 @@ def test_cast_value_both_ways_with_zarr_python(tmp_path, config):
                                       expected)
     for key in ("c/0", "c/1", "c/2"):
         assert (tmp_path / "ours" / key).read_bytes() == (tmp_path / "theirs" / key).read_bytes()
+
+
+def test_cast_value_range_edges():
+    ints = _spec("int32", shape=(3,))
+    half = _codec({"name": "cast_value", "configuration": {"data_type": "float16"}}, ints)
+    with pytest.raises(zarrkit.CodecError, match="cannot encode 70000 as float16"):
+        half.encode(np.array([1, 70000, 2], "i4"), ints)  # float16 tops out at 65504
+    clamped = _codec({"name": "cast_value", "configuration": {
+        "data_type": "float16", "out_of_range": "clamp"}}, ints)
+    assert clamped.encode(np.array([70000, -70000, 3], "i4"), ints).tolist() == \
+        [65504, -65504, 3]
+    floats = _spec("float64", shape=(3,))
+    wide = _codec({"name": "cast_value", "configuration": {"data_type": "int64"}}, floats)
+    with pytest.raises(zarrkit.CodecError, match="as int64"):
+        wide.encode(np.array([2.0**63, 0, 1]), floats)  # one past the top, not wrapped to it
+    top = _codec({"name": "cast_value", "configuration": {
+        "data_type": "int64", "out_of_range": "clamp"}}, floats)
+    assert top.encode(np.array([1e19, -1e19, 2.0]), floats).tolist() == \
+        [2**63 - 1024, -2**63, 2]  # the largest float below 2**63, and the bottom exactly

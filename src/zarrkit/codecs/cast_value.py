@@ -106,7 +106,7 @@ class CastValueCodec(ArrayArrayCodec):
         return out.reshape(shape)
 
     def _to_float(self, values: np.ndarray, to: np.dtype, way: str) -> np.ndarray:
-        if values.dtype.kind == "f" and to.itemsize < values.dtype.itemsize:
+        if values.dtype.kind in "iu" or to.itemsize < values.dtype.itemsize:  # can overflow
             values = self._in_range(values, float(np.finfo(to).min), float(np.finfo(to).max),
                                     to, way)
         with np.errstate(over="ignore"):
@@ -124,7 +124,10 @@ class CastValueCodec(ArrayArrayCodec):
             if values.dtype.kind == "f":  # exact for integers below 2**53
                 values = np.mod(values - info.min, float(info.max) - info.min + 1) + info.min
             return values.astype(to)  # between integer types, astype wraps around
-        return self._in_range(values, int(info.min), int(info.max), to, way).astype(to)
+        low, high = int(info.min), int(info.max)
+        if values.dtype.kind == "f":  # bounds the floats can hold: 2**63 - 1 rounds up
+            high = float(np.nextafter(float(high), 0)) if int(float(high)) > high else high
+        return self._in_range(values, low, high, to, way).astype(to)
 
     def _in_range(self, values: np.ndarray, low: Any, high: Any, to: np.dtype,
                   way: str) -> np.ndarray:
