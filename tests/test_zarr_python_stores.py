@@ -61,6 +61,9 @@ def test_icechunk_sessions(tmp_path):
         np.testing.assert_array_equal(theirs[...], expected)
     with pytest.raises(zarrkit.ReadOnlyError):
         zarrkit.open(now, path="x")[0, 0] = 1
+    store = zarrkit.open(now, mode="r").store  # one level listed, not every chunk below it
+    assert store.list_dir("") == (["zarr.json"], ["x"])
+    assert store.list_dir("x/") == (["zarr.json"], ["c"])
 
 
 def test_xarray_datasets_in_icechunk():

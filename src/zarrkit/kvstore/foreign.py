@@ -332,6 +332,20 @@ class ZarrPythonStore(KvStore):
 
         return iter(self._run(collect()))
 
+    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        """The store's own listing of one level (a group's members without every chunk key
+        below them, which icechunk would list), each name told a key or a prefix by whether
+        a value is stored under it."""
+        validate_prefix(prefix)
+
+        async def listed() -> list[str]:
+            return [n.rstrip("/") async for n in self.store.list_dir(prefix)]
+
+        names = self._run(listed())
+        found = self.get_many([(prefix + n, ByteRange(0, 0)) for n in names])
+        return (sorted(n for n, v in zip(names, found, strict=True) if v is not None),
+                sorted(n for n, v in zip(names, found, strict=True) if v is None))
+
     def _set(self, key: str, value: Buffer) -> None:
         from zarr.core.buffer import default_buffer_prototype
 
