@@ -69,6 +69,20 @@ def test_fsspec_maps(tmp_path):
     assert zarr.open_group(mem, mode="r").attrs["made"] == "here"
 
 
+def test_fsspec_groups_list_one_level(monkeypatch):
+    """Members come from one `ls`, not from finding every chunk key below the group."""
+    mem = fsspec.get_mapper("memory://zarrkit-listing/g.zarr")
+    g = zarrkit.open_group(mem, mode="w")
+    g.create_array("a", shape=(8,), chunks=(1,), dtype="u1")[...] = 1
+    g.create_group("b").create_group("c")
+    store = zarrkit.open_group(mem).store
+    monkeypatch.setattr(store.fs, "find", lambda *a, **k: pytest.fail("listed recursively"))
+    assert store.list_dir("") == (["zarr.json"], ["a", "b"])
+    assert store.list_dir("a/") == (["zarr.json"], ["c"])
+    assert store.list_dir("nothing/") == ([], [])
+    assert sorted(zarrkit.open_group(mem, use_consolidated=False)) == ["a", "b"]
+
+
 def test_kerchunk_style_references(tmp_path):
     """A virtual array: its chunks are byte ranges of one blob file, as kerchunk makes them."""
     src = zarrkit.create(str(tmp_path / "src.zarr"), shape=(6,), chunks=(2,), dtype="f4")

@@ -125,6 +125,21 @@ class FsspecStore(KvStore):
         names = (self.fs._strip_protocol(p) for p in found)
         return iter([p[start:] for p in names if p[start:].startswith(prefix)])
 
+    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        """One level, as the file system lists it (`ls`): a remote group's members without
+        every chunk key below them."""
+        validate_prefix(prefix)
+        top = self._path(prefix[:-1]) if prefix else self.root
+        try:
+            entries = self.fs.ls(top or "", detail=True)
+        except FileNotFoundError:
+            return [], []
+        keys, dirs = set(), set()
+        for entry in entries:
+            name = self.fs._strip_protocol(entry["name"]).rstrip("/").rpartition("/")[2]
+            (dirs if entry.get("type") == "directory" else keys).add(name)
+        return sorted(keys), sorted(dirs)
+
     def _set(self, key: str, value: Buffer) -> None:
         path = self._path(key)
         try:
