@@ -66,7 +66,14 @@ def _bytes_of(value: Any) -> bytes:
     return to_bytes() if callable(to_bytes) else as_bytes(value)
 
 
-class FsspecStore(KvStore):
+class _BatchReads(KvStore):
+    """A store whose reads are all batches (`get_many`): one value is a batch of one."""
+
+    def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+        return self.get_many([(key, byte_range)])[0]
+
+
+class FsspecStore(_BatchReads):
     """Keys are files below `root` in an fsspec file system."""
 
     driver = "fsspec"
@@ -85,9 +92,6 @@ class FsspecStore(KvStore):
     def _path(self, key: str) -> str:
         validate_key(key)
         return f"{self.root}/{key}" if self.root else key
-
-    def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
-        return self.get_many([(key, byte_range)])[0]
 
     def get_many(self, requests: Sequence[tuple[str, ByteRange | None]]
                  ) -> list[Buffer | None]:
@@ -294,7 +298,7 @@ __all__ = ["FsspecStore", "MappingStore", "adapt"]
 # -- any other zarr-python 3 store --------------------------------------------------------------
 
 
-class ZarrPythonStore(KvStore):
+class ZarrPythonStore(_BatchReads):
     """A zarr-python 3 store zarrkit has no store of its own for (icechunk's `IcechunkStore`,
     `LoggingStore`, an application's), through its asynchronous methods, run on zarr-python's
     event loop; a batch of reads is one gather. Writes and locks are as the store makes them
@@ -309,9 +313,6 @@ class ZarrPythonStore(KvStore):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return ZarrPythonStore, (self.store, self.read_only)
-
-    def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
-        return self.get_many([(key, byte_range)])[0]
 
     def get_many(self, requests: Sequence[tuple[str, ByteRange | None]]
                  ) -> list[Buffer | None]:
