@@ -61,6 +61,15 @@ def test_icechunk_sessions(tmp_path):
         np.testing.assert_array_equal(theirs[...], expected)
     with pytest.raises(zarrkit.ReadOnlyError):
         zarrkit.open(now, path="x")[0, 0] = 1
+    later = repo.writable_session("main")
+    g = zarrkit.open_group(later.store)
+    g.create_group("y")["z"] = np.arange(3)
+    del g["x"]  # a node and its chunks, as icechunk deletes them
+    assert sorted(zarrkit.open_group(later.store)) == ["y"]
+    fresh = zarrkit.open_group(later.store, mode="w", attributes={"n": 1})  # all replaced
+    assert list(fresh) == [] and dict(fresh.attrs) == {"n": 1}
+    with pytest.raises(zarrkit.StoreError, match="IcechunkStore: cannot write '.zgroup'"):
+        zarrkit.open_group(later.store, mode="w", zarr_format=2)  # icechunk holds v3 only
     store = zarrkit.open(now, mode="r").store  # one level listed, not every chunk below it
     assert store.list_dir("") == (["zarr.json"], ["x"])
     assert store.list_dir("x/") == (["zarr.json"], ["c"])

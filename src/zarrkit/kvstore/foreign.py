@@ -369,12 +369,21 @@ class ZarrPythonStore(_BatchReads):
         self._call("write", key, self.store.set(key, data))
 
     def _delete(self, key: str) -> None:
-        self._call("delete", key, self.store.delete(key))
+        try:
+            self._call("delete", key, self.store.delete(key))
+        except StoreError as e:
+            if not isinstance(e.__cause__, KeyError | FileNotFoundError):
+                raise  # gone already (icechunk: with its node) is deleted
+
+    def delete_prefix(self, prefix: str) -> None:
+        """One call of the store's own: icechunk deletes a node's chunks with the node."""
+        self._check_writable(prefix or "<root>")
+        self._call("delete", prefix or "<root>", self.store.delete_dir(validate_prefix(prefix)))
 
     def _call(self, action: str, key: str, coroutine: Any) -> Any:
         try:
             return self._run(coroutine)
-        except (OSError, ValueError, RuntimeError) as e:
+        except Exception as e:  # noqa: BLE001 - each store raises its own types (icechunk's)
             raise self._error(action, key, e) from e
 
     def _error(self, action: str, key: str, error: BaseException) -> StoreError:
