@@ -255,3 +255,17 @@ def test_a_shard_replaced_mid_read_on_a_server_ignoring_ranges(tmp_path):
 
         store.get_ranges_if = replaced_first
         np.testing.assert_array_equal(fresh[...], new)
+
+
+def test_an_obstore_http_store_given_as_the_store(server):
+    """obstore's HTTPStore made by the caller: read through it, read-only, with its URL."""
+    import obstore.store
+
+    client = obstore.store.HTTPStore.from_url(f"{server.url}/tree.zarr",
+                                              client_options={"allow_http": True})
+    group = zarrkit.open_group(client, mode="r")
+    assert group.attrs["title"] == "served" and group.store.to_json() == {
+        "driver": "http", "base_url": f"{server.url}/tree.zarr"}
+    np.testing.assert_array_equal(group["image"][3:5, 40:42], DATA[3:5, 40:42])
+    with pytest.raises(zarrkit.ReadOnlyError):
+        group["image"][0, 0] = 1

@@ -438,3 +438,18 @@ def test_yes_no_options_take_numpy_values_and_the_obstore_spelling(monkeypatch):
     assert s3_options({"skip_signature": "true"}).config["skip_signature"] is True
     with pytest.raises(CredentialsError, match="no GCS credentials"):
         gcs_options({"skip_signature": "no"})
+
+
+def test_obstore_gcs_and_azure_objects_are_taken_as_they_are():
+    """No request is made: the caller's client, its bucket or container and prefix."""
+    import obstore.store
+
+    gcs = obstore.store.GCSStore("bkt", prefix="p/q", skip_signature=True)
+    azure = obstore.store.AzureStore("cont", prefix="data", account_name="acct",
+                                     skip_signature=True)
+    for client, url in ((gcs, "gs://bkt/p/q"), (azure, "az://cont/data")):
+        store = object_store_module.from_client(client)
+        assert store.location.url == url and store._client is client
+        assert pickle.loads(pickle.dumps(store)).location.url == url
+    with pytest.raises(SpecError, match="obstore's MemoryStore"):
+        object_store_module.from_client(obstore.store.MemoryStore())
