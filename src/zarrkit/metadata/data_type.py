@@ -288,11 +288,8 @@ class DataType:
                 return self.dtype.type(int(value)) if self.kind == "int" else value
             if self.kind == "raw":
                 return _raw_from_bytes(np.asarray(value).tobytes(), self.dtype, where)
-            if self.kind == "struct":
-                return _struct_of(value, self.dtype, where)
-            if self.kind in _TIME_KINDS:
-                return times.cast_fill(value, self.dtype, where)
-            value = value.item()
+            if self.kind not in ("struct", *_TIME_KINDS):  # those take numpy's values as such
+                value = value.item()
         return self._cast_python(value, where)
 
     def _cast_python(self, value: Any, where: str) -> Any:
