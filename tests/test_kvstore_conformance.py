@@ -203,6 +203,27 @@ def test_delete_prefix(store):
     assert bytes(store.get("again")) == b"1"
 
 
+def test_renames_move_keys_or_refuse_without_moving(store):
+    """rename_key replaces what is at the target, into directories not there yet, and
+    rename_prefix moves a prefix into a place not there yet; a store that cannot rename
+    (a zip archive) says so and moves nothing. A missing key is not moved."""
+    _fill(store)
+    store.set("x/y", b"old")
+    before = {k: bytes(store.get(k)) for k in store.list_prefix("")}
+    moved = store.rename_key("a/zarr.json", "x/y")
+    assert store.rename_prefix("a/b/", "new/deep/b/") is moved
+    after = {k: bytes(store.get(k)) for k in store.list_prefix("")}
+    if not moved:
+        assert after == before
+        return
+    assert after["x/y"] == b"a/zarr.json" and "a/zarr.json" not in after
+    assert sorted(store.list_prefix("new/")) == sorted(
+        "new/deep/b/" + k[len("a/b/"):] for k in before if k.startswith("a/b/"))
+    assert not store.rename_key("nothing/here", "x/z") and not store.exists("x/z")
+    store.rename_key("x/y", "top")  # to the root, out of a directory it leaves empty
+    assert bytes(store.get("top")) == b"a/zarr.json" and store.list_dir("x/") == ([], [])
+
+
 def test_replace_sets_and_deletes(store):
     store.replace("d/k", b"one")
     assert bytes(store.get("d/k")) == b"one"
@@ -310,7 +331,8 @@ def test_read_only(factory, store):
     for write in (lambda: ro.set("a/b", b"new"), lambda: ro.set("new", b"x"),
                   lambda: ro.delete("a/b"), lambda: ro.delete_prefix(""),
                   lambda: ro.delete_prefix("a/"), lambda: ro.replace("a/b", b"new"),
-                  lambda: ro.replace("a/b", None), lambda: ro.replace_many(["a/b"], [None])):
+                  lambda: ro.replace("a/b", None), lambda: ro.replace_many(["a/b"], [None]),
+                  lambda: ro.rename_key("a/b", "c")):
         with pytest.raises(ReadOnlyError):
             write()
     assert bytes(ro.get("a/b")) == b"data"

@@ -350,7 +350,8 @@ def _finish_stale_replacements(store: FileStore, older_than: float) -> dict[str,
             outcome = storage.finish_replacement(store, parent, token, target)
             moved = {"moved in": storage.STAGING, "restored": storage.REPLACED}.get(outcome)
             if moved:
-                done["moved in"].append(storage.join(parent, target) + "/")
+                member = "" if target == storage.ROOT else target  # (the root: "/")
+                done["moved in"].append(storage.join(parent, member) + "/")
             done["removed"] += [storage.join(parent, d) + "/" for d in mine
                                 if not os.path.isdir(os.path.join(top, d))
                                 and not (moved and d.startswith(moved))]

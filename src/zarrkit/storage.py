@@ -122,8 +122,10 @@ MOVE_BATCH = 16
 STAGING = ".zarrkit-replacing-"
 #: ... and of the node it replaces, moved aside until deleted.
 REPLACED = ".zarrkit-replaced-"
-#: Longest member name a staging name carries (file names are at most 255 bytes).
+#: Longest member name a staging name carries (file names are at most 255 bytes) ...
 _NAMED_UP_TO = 200
+#: ... and the name it carries for the root (no member's: "." is no node name).
+ROOT = "."
 
 
 def is_transient(name: str) -> bool:
@@ -159,17 +161,30 @@ def move_node(store: KvStore, source: str, dest: str, zarr_format: int) -> None:
 def _transfer(store: KvStore, old: str, new: str) -> None:
     """Copy every key under the prefix `old` to under `new`; a failure removes what was copied
     to `new` (which held nothing)."""
-    keys = list(store.list_prefix(old))
+    keys = _copy_order(store, old)
     try:
-        for start in range(0, len(keys), MOVE_BATCH):
-            batch = keys[start:start + MOVE_BATCH]
-            values = store.get_many([(k, None) for k in batch])
-            store.set_many([(new + k[len(old):], v)
-                            for k, v in zip(batch, values, strict=True) if v is not None])
+        _copy_keys(store, old, new, keys)
     except BaseException:
         for key in keys:  # not delete_prefix(new): for the root, new is everything
             store.delete(new + key[len(old):])
         raise
+
+
+def _copy_order(store: KvStore, prefix: str) -> list[str]:
+    """The keys under `prefix`, the documents of its node last (main one last of all)."""
+    rank = {name: i for i, name in enumerate(_DOCUMENTS)}
+    return sorted(store.list_prefix(prefix), key=lambda k: rank.get(k[len(prefix):], -1))
+
+
+def _copy_keys(store: KvStore, old: str, new: str, keys: list[str] | None = None) -> None:
+    """Copy `keys` (by default every key) under the prefix `old` to under `new`, in order: the
+    last alone, after all the others (a batch may be stored in any order)."""
+    keys = _copy_order(store, old) if keys is None else keys
+    body = keys[:-1]
+    for batch in [body[i:i + MOVE_BATCH] for i in range(0, len(body), MOVE_BATCH)] + [keys[-1:]]:
+        values = store.get_many([(k, None) for k in batch])
+        store.set_many([(new + k[len(old):], v)
+                        for k, v in zip(batch, values, strict=True) if v is not None])
 
 
 def replace_node(store: KvStore, path: str, zarr_format: int,
@@ -184,11 +199,13 @@ def replace_node(store: KvStore, path: str, zarr_format: int,
         return
     parent, _, name = path.rpartition("/")
     token = secrets.token_hex(8)
-    named = f"-{name}" if name and len(name.encode()) <= _NAMED_UP_TO else ""
-    staging = join(parent, STAGING + token + named)
+    named = f"-{name or ROOT}" if len(name.encode()) <= _NAMED_UP_TO else ""
+    staging, aside = (join(parent, kind + token + named) for kind in (STAGING, REPLACED))
     _written_or_removed(store, staging, write)
-    if not (named and _swap(store, path, staging, join(parent, REPLACED + token + named))):
-        _remove_all_but(store, path, staging)
+    if not path:
+        _replace_root(store, staging, aside)
+    elif not (named and _swap(store, path, staging, aside)):
+        delete_node(store, path)
         if not store.rename_prefix(prefix_of(staging), prefix_of(path)):
             _transfer(store, prefix_of(staging), prefix_of(path))
             store.delete_prefix(prefix_of(staging))
@@ -210,16 +227,83 @@ def _swap(store: KvStore, path: str, staging: str, aside: str) -> bool:
     return True
 
 
+def _replace_root(store: KvStore, staging: str, aside: str) -> None:
+    """Put the complete node at `staging` (inside the root) in the root's place: every entry
+    of the old root renamed into `aside`, then every one of `staging` out into the root, each
+    node's main document last, then both deleted. A writer killed at any point leaves a state
+    `finish_replacement` completes (the old main document aside: all of the old root is) or
+    undoes. Where the store cannot rename, the old root is deleted (its main document first)
+    and the new one copied in: a writer killed meanwhile loses the old root, never the new."""
+    if _move_entries(store, "", aside, must_rename=True):
+        _move_entries(store, staging, "")
+    else:
+        _copy_root_in(store, staging)
+    store.delete_prefix(prefix_of(staging))
+    store.delete_prefix(prefix_of(aside))
+
+
+#: A node's documents, in the order moves take them after its other entries: its main one
+#: last, so that a move cut short leaves the node whole where it was or not there at all.
+_DOCUMENTS = (formats.ATTRS_KEY, CONSOLIDATED_KEY, *sorted(formats.V1_METADATA_NAMES),
+              formats.ARRAY_KEY, formats.GROUP_KEY, V3_METADATA_KEY)
+
+
+def _entries(store: KvStore, path: str) -> tuple[list[str], list[str]]:
+    """(keys, sub-prefixes) directly under the node at `path`, documents last (in `_DOCUMENTS`
+    order); the root's transient nodes left out (they are other replacements')."""
+    keys, dirs = store.list_dir(prefix_of(path))
+    rank = {name: i for i, name in enumerate(_DOCUMENTS)}
+    return (sorted(keys, key=lambda k: rank.get(k, -1)),
+            [d for d in dirs if not is_transient(d)])
+
+
+def _move_entries(store: KvStore, source: str, dest: str, must_rename: bool = False) -> bool:
+    """Move every entry directly under the node path `source` to under `dest`, renamed where
+    the store can, else copied (over any partial copy there) and then deleted. With
+    `must_rename`, False, nothing moved, when the first entry cannot be renamed."""
+    keys, dirs = _entries(store, source)
+    for i, (name, is_dir) in enumerate([(d, True) for d in dirs] + [(k, False) for k in keys]):
+        old, new = join(source, name), join(dest, name)
+        if is_dir and store.rename_prefix(prefix_of(old), prefix_of(new)) or \
+                not is_dir and store.rename_key(old, new):
+            continue
+        if must_rename and i == 0:
+            return False
+        if is_dir:
+            _copy_keys(store, prefix_of(old), prefix_of(new))
+            store.delete_prefix(prefix_of(old))
+        else:
+            value = store.get(old)
+            if value is not None:
+                store.set(new, value)
+            store.delete(old)
+    return True
+
+
+def _copy_root_in(store: KvStore, staging: str) -> None:
+    """The root's replacement where the store cannot rename: the old root deleted, its main
+    document first (the root without one tells `finish_replacement` that `staging` is
+    complete), then `staging`'s keys copied in, its main document last."""
+    keys, dirs = _entries(store, "")
+    store.delete_many(reversed(keys))
+    for name in dirs:
+        if name != staging:
+            store.delete_prefix(prefix_of(name))
+    _transfer(store, prefix_of(staging), "")
+
+
 def finish_replacement(store: KvStore, parent: str, token: str, name: str) -> str:
     """Complete or clear away the replacement of the member `name` of `parent` (`token` names
     its transient nodes) that a writer killed mid-way left. With the old node moved aside and
     nothing in its place, the new node was complete: it is moved in ("moved in"; the old one
     is put back, "restored", if the new one is gone). Otherwise the node in place stays and
     what is left beside it is deleted ("removed"); "kept" if the move cannot be made."""
-    path = join(parent, name) if name else parent
+    path = "" if name == ROOT else join(parent, name) if name else parent
     staging, aside = (join(parent, kind + token + (f"-{name}" if name else ""))
                       for kind in (STAGING, REPLACED))
-    if node_exists(store, path) or not node_exists(store, aside):
+    if name == ROOT:
+        outcome = _finish_root(store, staging, aside)
+    elif node_exists(store, path) or not node_exists(store, aside):
         store.delete_prefix(prefix_of(staging))  # unfinished, or already moved in
         store.delete_prefix(prefix_of(aside))
         outcome = "removed"
@@ -238,24 +322,30 @@ def finish_replacement(store: KvStore, parent: str, token: str, name: str) -> st
     return outcome
 
 
+def _finish_root(store: KvStore, staging: str, aside: str) -> str:
+    """`finish_replacement` of the root (`_replace_root`'s steps)."""
+    if node_exists(store, aside):  # all of the old root is aside: the new one was complete
+        outcome = "moved in" if _entries(store, staging) != ([], []) else "removed"
+        _move_entries(store, staging, "")
+    elif _entries(store, aside) != ([], []):  # the old root partly aside: put back
+        _move_entries(store, aside, "")
+        outcome = "restored"
+    elif not node_exists(store, "") and node_exists(store, staging):  # the old one deleted
+        _copy_root_in(store, staging)
+        outcome = "moved in"
+    else:  # the new root unfinished, or in its place
+        outcome = "removed"
+    store.delete_prefix(prefix_of(staging))
+    store.delete_prefix(prefix_of(aside))
+    return outcome
+
+
 def _written_or_removed(store: KvStore, path: str, write: Callable[[str], None]) -> None:
     try:
         write(path)
     except BaseException:
         delete_node(store, path)
         raise
-
-
-def _remove_all_but(store: KvStore, path: str, staging: str | None) -> None:
-    """Delete the node at `path`; of the root, every key but those of `staging` below it."""
-    if path:
-        delete_node(store, path)
-        return
-    keys, dirs = store.list_dir("")
-    store.delete_many(keys)
-    for name in dirs:
-        if name != staging:
-            store.delete_prefix(name + "/")
 
 
 # -- keeping consolidated metadata up to date ------------------------------------------------

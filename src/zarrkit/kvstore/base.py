@@ -299,6 +299,13 @@ class KvStore(ABC):
         (the default): callers then copy the keys."""
         return False
 
+    def rename_key(self, old: str, new: str) -> bool:
+        """Move the value of `old` to `new` (replacing any there) at little cost (a file
+        rename); False, with nothing moved, where the store cannot (the default): callers then
+        copy it."""
+        self._check_writable(new)
+        return False
+
     def lock(self, key: str) -> AbstractContextManager[Any]:
         """An exclusive lock on `key`: held for a read-modify-write of it (and, when
         `lock_whole_writes`, for replacing it), or for a change that excludes `lock_shared`.

@@ -734,6 +734,8 @@ class FileStore(KvStore):
         if new:
             target = self._prefix_dir(new)
             moves = [(source, target)] if not os.path.lexists(target) else []
+            if moves and not os.path.isdir(os.path.dirname(target)):
+                self._make_dirs(os.path.dirname(target), new)
         else:
             names = [n for n in os.listdir(source) if n != LOCK_DIR]
             moves = [(f"{source}/{n}", self._base + n) for n in names]
@@ -754,6 +756,24 @@ class FileStore(KvStore):
         if not new:  # what is left of the staging directory: its lock files
             _remove_files(f"{source}/{LOCK_DIR}")
             self._prune(source)
+        return True
+
+    def rename_key(self, old: str, new: str) -> bool:
+        """A file renamed (not a link: one relative to its place would lead elsewhere)."""
+        self._check_writable(new)
+        source, target = self._path(old), self._path(new)
+        self._check_path(os.path.dirname(source), old, allow_root=True)
+        if os.path.islink(source) or not os.path.isfile(source):
+            return False
+        if not os.path.isdir(os.path.dirname(target)):
+            self._make_dirs(os.path.dirname(target), new)
+        self._check_path(os.path.dirname(target), new, allow_root=True)
+        try:
+            os.rename(source, target)
+        except OSError:
+            return False  # (e.g. another file system below a link): copied instead
+        self._homes = {}  # a node's document may have moved
+        self._prune(os.path.dirname(source))
         return True
 
     def _prune_tree(self, path: str, at_root: bool) -> None:

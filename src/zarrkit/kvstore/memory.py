@@ -155,6 +155,18 @@ class MemoryStore(KvStore):
                 self._data.versions[moved] = next(self._data.serials)
         return True
 
+    def rename_key(self, old: str, new: str) -> bool:
+        self._check_writable(new)
+        validate_key(old)
+        validate_key(new)
+        with self._lock:
+            if old not in self._values:
+                return False
+            self._values[new] = self._values.pop(old)
+            del self._data.versions[old]
+            self._data.versions[new] = next(self._data.serials)
+        return True
+
     # -- description -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         if self.name is None:
