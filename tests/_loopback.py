@@ -31,6 +31,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: moto's server with its conditional puts made atomic: it checks If-None-Match / If-Match and
+#: then stores, unlocked, so two puts of a lease from its threads could both succeed (seen under
+#: load: a lock that S3 itself would keep exclusive let an update be lost).
+_ATOMIC_MOTO = """
+import sys, threading
+from moto.s3.responses import S3Response
+from moto.server import main
+
+lock, put = threading.Lock(), S3Response.put_object
+
+def put_object(self):
+    with lock:
+        return put(self)
+
+S3Response.put_object = put_object
+main(sys.argv[1:])
+"""
+
+
 @contextmanager
 def moto_s3() -> Iterator[str]:
     """moto's S3 server in its own process on loopback; yields its endpoint URL.
@@ -38,7 +57,7 @@ def moto_s3() -> Iterator[str]:
     A separate process, not a thread: the server then does not compete for the GIL with the
     test process (which also runs a dask scheduler in the distributed test)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+    proc = subprocess.Popen([sys.executable, "-c", _ATOMIC_MOTO, "-H", "127.0.0.1", "-p",
                              str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
     try:

@@ -292,7 +292,7 @@ def test_replace_many_waits_for_each_key_lock(store):
     assert [bytes(store.get(f"c/{i}")) for i in range(3)] == [b"0", b"1", b"2"]
 
 
-BAD_KEYS = ["", "/abs", "a/../b", "..", "../x", "./a", "a//b", "a/", "a\\b", "nul\x00", "C:/x"]
+BAD_KEYS = ["", "/abs", "a/../b", "..", "../x", "./a", "a//b", "a/", "a\\b", "nul\x00"]
 
 
 @pytest.mark.parametrize("key", BAD_KEYS)

@@ -22,7 +22,7 @@ from zarrkit.kvstore.memory import MemoryStore
 from zarrkit.kvstore.zip import ZipStore
 
 HOSTILE = ["..", "../x", "a/../../x", "a/..", "/..", "..\\x", "a\\..\\..\\x", "\\abs",
-           "x\x00y", "C:\\x", "C:", "./x", "a//b", "\ud800"]
+           "x\x00y", "C:\\x", "./x", "a//b", "\ud800"]
 
 
 def _tree(path) -> dict[str, tuple[int, int, str]]:
@@ -241,3 +241,30 @@ def test_reading_in_append_mode_writes_nothing(tmp_path):
         a[...]
         a.store.close()
     assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("kind", ["file", "memory", "zip"])
+def test_names_with_a_colon_are_names_like_any_other(tmp_path, kind):
+    """The core spec forbids only "", "/" in names, all-period names and the "__" prefix:
+    "t:0" and "C:" are nodes (zarr-python makes them); only a zip archive, whose member names
+    must not start with a drive letter, refuses "C:" and the like."""
+    where = {"file": str(tmp_path / "c.zarr"), "memory": MemoryStore(),
+             "zip": str(tmp_path / "c.zip")}[kind]
+    g = zarrkit.open_group(where, mode="w")
+    g.create_array("xy:1", shape=(2,), dtype="i1")[...] = 5
+    if kind == "zip":
+        for name in ("t:0", "C:"):
+            with pytest.raises(InvalidKeyError, match="drive letter"):
+                g.create_group(name)
+        g.store.close()
+        assert sorted(zarrkit.open_group(where, mode="r")) == ["xy:1"]
+        return
+    g.create_group("t:0").create_array("C:", shape=(1,), dtype="u1")
+    assert sorted(g) == ["t:0", "xy:1"] and list(g.members(max_depth=None))
+    assert g["t:0/C:"].shape == (1,) and g["xy:1"][...].tolist() == [5, 5]
+    if kind == "file":
+        import zarr
+
+        assert sorted(zarr.open_group(where, mode="r").keys()) == ["t:0", "xy:1"]
+        zarr.open_group(where, mode="a").create_array("z:2", shape=(1,), dtype="i1")
+        assert sorted(zarrkit.open_group(where, mode="r")) == ["t:0", "xy:1", "z:2"]

@@ -437,13 +437,20 @@ def load(where: Any = None, path: str | None = None, *,
 
 def save(where: Any = None, *args: Any, **kwargs: Any) -> Array | Group:
     """zarr-python's `save`: one array given by position is `save_array(where, data,
-    **kwargs)`, the keywords being creation keywords; otherwise `save_group(where, *args,
-    **kwargs)`, the keywords being arrays by name."""
-    if len(args) == 1:
+    **kwargs)`, the keywords being creation keywords; otherwise, or when a keyword is an
+    array (`save(where, a, b=b)`, as zarr-python's), `save_group(where, *args, **kwargs)`,
+    the keywords being arrays by name."""
+    if len(args) == 1 and not any(map(_is_array, kwargs.values())):
         return save_array(where, args[0], **kwargs)
     if not args and hasattr(where, "shape") and hasattr(where, "dtype"):
         raise SpecError("save(where, data): where the data goes comes first; got an array")
     return save_group(where, *args, **kwargs)
+
+
+def _is_array(value: Any) -> bool:
+    """An array to save (not a numpy scalar or data type given as a creation keyword)."""
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(
+        value, np.generic | np.dtype)
 
 
 def save_array(where: Any = None, data: Any = None, **kwargs: Any) -> Array:

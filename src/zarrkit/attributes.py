@@ -6,11 +6,11 @@ change and writes it back, so concurrent updates from threads or processes are n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 from .errors import MetadataError
+from .metadata.json import json_dumps
 
 
 class Attributes(MutableMapping[str, Any]):
@@ -70,9 +70,7 @@ def _as_dict(value: Any) -> dict[Any, Any]:
 
 
 def _check_json(key: Any, value: Any) -> None:
+    """Refuse what cannot be written as strict JSON (numpy values are written as lists)."""
     if not isinstance(key, str):
         raise MetadataError(f"attribute names must be strings, got {key!r}")
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise MetadataError(f"attribute {key!r} cannot be stored as JSON: {e}") from None
+    json_dumps(value, what=f"attribute {key!r}")

@@ -59,10 +59,23 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spelled(obj: Any) -> Any:
+    """`obj` with NaN and the infinities as the strings the v2 and v3 documents spell them
+    with (a v1 document holds them bare): --json prints strict JSON."""
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return "NaN" if np.isnan(obj) else "Infinity" if obj > 0 else "-Infinity"
+    if isinstance(obj, dict):
+        return {k: _spelled(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_spelled(v) for v in obj]
+    return obj
+
+
 def _info(args: argparse.Namespace) -> int:
     node = open_node_arg(args.path, storage_options(args.storage_options))
     if args.json:
-        print(json.dumps({"info": summary(node), "metadata": node.metadata}, indent=2))
+        print(json.dumps(_spelled({"info": summary(node), "metadata": node.metadata}),
+                         indent=2, allow_nan=False))
     elif isinstance(node, Array):
         print(node.info)
     else:

@@ -108,14 +108,19 @@ def _attributes(attributes: dict[str, Any] | None, dimension_names: Any,
     return attrs
 
 
+#: `fill_value` not given (None is null, a fill value of v2's).
+DEFAULT_FILL: Any = object()
+
+
 def build_v2_metadata(shape: Any, dtype: Any, *, chunks: Any = None,
                       compressor: Any = "default", compressors: Any = "default",
-                      filters: Sequence[Any] | None = None, fill_value: Any = None,
+                      filters: Sequence[Any] | None = None, fill_value: Any = DEFAULT_FILL,
                       order: str = "C", dimension_separator: str | None = None,
                       chunk_key_encoding: Any = None, dimension_names: Any = None,
                       attributes: dict[str, Any] | None = None, where: str = ".zarray",
                       **v3_only: Any) -> ArrayMetadataV2:
-    """Validated v2 metadata from zarr-python-style keywords."""
+    """Validated v2 metadata from zarr-python-style keywords. `fill_value=None` is v2's null
+    (no fill value: as zarr-python writes it); not given, the data type's default."""
     given = sorted(k for k, v in v3_only.items() if v is not None)
     unknown = sorted(set(v3_only) - set(V3_ONLY))
     if unknown:
@@ -126,8 +131,9 @@ def build_v2_metadata(shape: Any, dtype: Any, *, chunks: Any = None,
     shape_t = parse_shape(shape, "shape")
     filter_list = [_codec_config(f, f"filters[{i}]")
                    for i, f in enumerate(codec_list(filters or (), "filters"))]
-    data_type, filter_list = _data_type(dtype, filter_list, fill_value)
-    fill = data_type.default_fill_value() if fill_value is None else fill_value
+    given = None if fill_value is DEFAULT_FILL else fill_value
+    data_type, filter_list = _data_type(dtype, filter_list, given)
+    fill = data_type.default_fill_value() if fill_value is DEFAULT_FILL else fill_value
     return ArrayMetadataV2(
         shape=shape_t, chunks=_chunk_shape(chunks, shape_t, "chunks"), data_type=data_type,
         compressor=_compressor(compressor, compressors), fill_value=fill, order=order,

@@ -47,7 +47,8 @@ def load_numcodec(config: Any, *, where: str) -> Numcodec:
         except Exception:  # noqa: BLE001 - any failure here means "not available"
             raise CodecError(f"{where}: unsupported codec id {codec_id!r} "
                              "(numcodecs has no codec of that id)") from None
-    if codec_id == "blosc" and config.get("cname", "lz4") not in _BLOSC_CNAMES:
+    cname = config.get("cname", "lz4") if codec_id == "blosc" else "lz4"
+    if not isinstance(cname, str) or cname not in _BLOSC_CNAMES:
         raise CodecError(f"{where}: codec 'blosc': unknown cname {config.get('cname')!r} "
                          f"(available: {', '.join(sorted(_BLOSC_CNAMES))})")
     try:

@@ -74,12 +74,24 @@ def validate_key(key: str) -> str:
     if not key.isascii() and not encodable_utf8(key):
         raise InvalidKeyError(f"invalid store key {key!r}: lone surrogates are not Unicode text "
                               "and have no UTF-8 form")
-    if key.startswith("/") or (len(key) > 1 and key[1] == ":"):
+    if key.startswith("/"):
         raise InvalidKeyError(f"invalid store key {key!r}: absolute paths are not allowed")
     for part in key.split("/"):
         if part in ("", ".", ".."):
             raise InvalidKeyError(
                 f"invalid store key {key!r}: empty, '.' and '..' segments are not allowed")
+    return key
+
+
+#: A leading drive letter ("C:"), which zip archives must not hold (APPNOTE 4.4.17) and which
+#: Windows reads as a path on another drive. Elsewhere "t:0" is a name like any other.
+_DRIVE = re.compile(r"[A-Za-z]:")
+
+
+def refuse_drive(key: str) -> str:
+    if _DRIVE.match(key):
+        raise InvalidKeyError(f"invalid store key {key!r}: a leading drive letter is not "
+                              "allowed here")
     return key
 
 

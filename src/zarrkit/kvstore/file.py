@@ -211,6 +211,9 @@ class FileStore(KvStore):
         validate_key(key)
         if LOCK_DIR in key and LOCK_DIR in key.split("/"):
             raise InvalidKeyError(f"invalid store key {key!r}: {LOCK_DIR!r} is reserved")
+        if os.name == "nt" and ":" in key:  # no file name there holds one ("C:x": a drive)
+            raise InvalidKeyError(f"invalid store key {key!r}: ':' is not allowed in Windows "
+                                  "file names")
         if _TEMP_SUFFIX in key and any(map(_is_temp_name, key.split("/"))):
             # Listings would hide it and remove_temp_files would delete it as a dead write's.
             raise InvalidKeyError(f"invalid store key {key!r}: names of the form "

@@ -47,7 +47,7 @@ from typing import Any
 
 from ..errors import CorruptDataError, InvalidKeyError, NotSupportedError, SpecError, StoreError
 from ._util import byte_view, local_path, pread_exact, resolve_range
-from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
+from .base import Buffer, ByteRange, KvStore, refuse_drive, validate_key, validate_prefix
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, (skipped fields), name and extra lengths
 _LOCAL_SIGNATURE = b"PK\x03\x04"
@@ -141,7 +141,7 @@ class ZipStore(KvStore):
         for info in self._zf.infolist():
             name = info.filename
             try:
-                validate_key(name)
+                refuse_drive(validate_key(name))
             except InvalidKeyError:
                 self._others.append(info)
                 if not name.endswith("/"):  # directory entries are normal, not worth reporting
@@ -153,7 +153,7 @@ class ZipStore(KvStore):
 
     # -- reading -----------------------------------------------------------------------------
     def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
-        validate_key(key)
+        refuse_drive(validate_key(key))
         info = self._index.get(key)
         if info is None:
             self._check_open()
@@ -229,11 +229,11 @@ class ZipStore(KvStore):
 
     def exists(self, key: str) -> bool:
         self._check_open()
-        return validate_key(key) in self._index
+        return refuse_drive(validate_key(key)) in self._index
 
     def size(self, key: str) -> int | None:
         self._check_open()
-        info = self._index.get(validate_key(key))
+        info = self._index.get(refuse_drive(validate_key(key)))
         return None if info is None else info.file_size
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
@@ -245,6 +245,7 @@ class ZipStore(KvStore):
 
     # -- writing -----------------------------------------------------------------------------
     def _set(self, key: str, value: Buffer) -> None:
+        refuse_drive(key)
         if len(key.encode()) > 0xFFFF:  # the zip headers' name length is 16 bits
             raise InvalidKeyError(f"invalid zip store key {key[:40]!r}...: longer than 65535 "
                                   "bytes in UTF-8")

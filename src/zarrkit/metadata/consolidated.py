@@ -43,7 +43,11 @@ class ConsolidatedView:
         for key, value in doc["metadata"].items():
             path, _, name = key.rpartition("/")
             if name in _V2_SUFFIXES:
-                docs.setdefault(path, {})["attrs" if name == ATTRS_KEY else "node"] = value
+                entry = docs.setdefault(path, {})
+                if name != ATTRS_KEY:  # an array or a group by its key, not by its members
+                    entry["both"] = "node" in entry  # (refused when the node is opened)
+                    entry["array"] = name == ARRAY_KEY
+                entry["attrs" if name == ATTRS_KEY else "node"] = value
         return cls(2, {p: d for p, d in docs.items() if "node" in d}, where)
 
     @classmethod
@@ -69,9 +73,12 @@ class ConsolidatedView:
         if entry is None:
             return None
         where = f"{self._where}: {path}"
+        if entry.get("both"):
+            raise MetadataError(f"{where}: has both {ARRAY_KEY} and {GROUP_KEY} records; a v2 "
+                                "node is either an array or a group")
         if self.zarr_format == 3:
             metadata = parse_v3_node(entry["node"], where=where)
-        elif isinstance(entry["node"], dict) and "shape" in entry["node"]:
+        elif entry["array"]:
             metadata = ArrayMetadataV2.from_json(entry["node"], where=where,
                                                  attributes=entry.get("attrs", {}))
         else:

@@ -1,14 +1,17 @@
 """Strict JSON reading and writing for metadata documents.
 
 Python's json module accepts and writes the bare literals NaN/Infinity/-Infinity, which are not
-JSON (RFC 8259). Metadata must never contain them: fill values spell special floats as strings.
+JSON (RFC 8259): strict readers (TensorStore, JavaScript's) refuse a document holding one, so
+zarrkit never writes a new one (fill values spell special floats as strings). zarr-python does
+write them in attributes: such documents are read, the literals kept as `JsonConstant`s, which
+are written back as they were when the document is rewritten (a resize, another attribute).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
@@ -18,8 +21,10 @@ from ._util import describe
 Buffer = bytes | bytearray | memoryview
 
 
-def _refuse_constant(name: str) -> NoReturn:
-    raise ValueError(f"the bare literal {name} is not valid JSON")
+class JsonConstant(float):
+    """A bare NaN/Infinity/-Infinity read from a stored document: a float, written back as read."""
+
+    __slots__ = ()
 
 
 def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -43,7 +48,7 @@ def json_loads(data: Buffer | str, *, what: str) -> Any:
         except UnicodeDecodeError as e:
             raise MetadataError(f"{what}: not valid UTF-8 ({e})") from None
     try:
-        return json.loads(data, parse_constant=_refuse_constant, object_pairs_hook=_unique_object)
+        return json.loads(data, parse_constant=JsonConstant, object_pairs_hook=_unique_object)
     except (ValueError, RecursionError) as e:  # JSONDecodeError is a ValueError
         raise MetadataError(f"{what}: malformed JSON: {e}") from None
 
@@ -60,13 +65,36 @@ def json_dumps(obj: Any, *, what: str = "metadata document") -> bytes:
     kwargs: dict[str, Any] = {"indent": 2, "allow_nan": False, "default": _to_builtin}
     try:
         text = json.dumps(obj, ensure_ascii=False, **kwargs)
-    except (ValueError, TypeError, RecursionError) as e:
+    except ValueError as e:
+        if not _only_read_constants(obj):
+            raise MetadataError(f"{what}: cannot be written as JSON: {e} (NaN and the infinities "
+                                "have no JSON form; strict readers, TensorStore's, JavaScript's, "
+                                "refuse documents holding them)") from None
+        kwargs["allow_nan"] = True  # each one as it was read
+        text = json.dumps(obj, ensure_ascii=False, **kwargs)
+    except (TypeError, RecursionError) as e:
         raise MetadataError(f"{what}: cannot be written as JSON: {e}") from None
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         # Lone surrogates cannot be UTF-8 encoded, but \uXXXX escapes keep them exactly.
         return json.dumps(obj, ensure_ascii=True, **kwargs).encode("ascii")
+
+
+def _only_read_constants(obj: Any) -> bool:
+    """Whether every NaN or infinite float in `obj` is a `JsonConstant` (and nothing else
+    keeps it from being JSON)."""
+    if isinstance(obj, float):
+        return isinstance(obj, JsonConstant) or np.isfinite(obj)
+    if isinstance(obj, Mapping):
+        return all(map(_only_read_constants, obj.values()))
+    if isinstance(obj, list | tuple):
+        return all(map(_only_read_constants, obj))
+    if isinstance(obj, np.floating):
+        return bool(np.isfinite(obj))
+    if isinstance(obj, np.ndarray) and obj.dtype.kind == "f":
+        return bool(np.isfinite(obj).all())
+    return True
 
 
 def storable_attributes(value: Any, where: str) -> dict[str, Any]:
@@ -81,9 +109,10 @@ def storable_attributes(value: Any, where: str) -> dict[str, Any]:
                                 "(JSON object keys are strings)")
     attributes = dict(value)
     try:
-        json_dumps(attributes)
+        text = json_dumps(attributes)
     except MetadataError:
         for key, item in attributes.items():
             json_dumps(item, what=f"{where}: attributes: {key!r}")
         raise
-    return attributes
+    # As a reader sees them (numpy values as lists, tuples as lists), the same as reopened.
+    return json_loads(text, what=where)

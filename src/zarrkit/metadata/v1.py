@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from ..errors import CodecError, MetadataError
 from ._util import describe
+from .json import JsonConstant
 from .v2 import ArrayMetadataV2, _check_format, _tuple
 from .v2_dtype import DataTypeV2
 
@@ -25,9 +26,9 @@ _REQUIRED = ("zarr_format", "shape", "chunks", "dtype", "compression", "compress
 
 def loads_v1(data: bytes, *, what: str) -> Any:
     """Parse a v1 document. zarr 1.x wrote fill values with Python's json module, which spells
-    NaN and the infinities as bare literals; those are accepted here (and only here)."""
+    NaN and the infinities as bare literals (read as `JsonConstant`s, as in every document)."""
     try:
-        return json.loads(bytes(data).decode("utf-8-sig"))
+        return json.loads(bytes(data).decode("utf-8-sig"), parse_constant=JsonConstant)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise MetadataError(f"{what}: malformed JSON: {e}") from None
 

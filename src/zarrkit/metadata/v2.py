@@ -315,7 +315,8 @@ class GroupMetadataV2:
     def from_json(cls, doc: Any, *, where: str = GROUP_KEY,
                   attributes: Mapping[str, Any] | None = None) -> GroupMetadataV2:
         _check_format(doc, 2, where)
-        return cls(attributes=dict(attributes or {}),
+        return cls(attributes=storable_attributes({} if attributes is None else attributes,
+                                                  where),
                    extra={k: v for k, v in doc.items() if k != "zarr_format"})
 
     def to_json(self) -> dict[str, Any]:
