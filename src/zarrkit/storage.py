@@ -285,10 +285,11 @@ def _copy_root_in(store: KvStore, staging: str) -> None:
     document first (the root without one tells `finish_replacement` that `staging` is
     complete), then `staging`'s keys copied in, its main document last."""
     keys, dirs = _entries(store, "")
-    store.delete_many(reversed(keys))
-    for name in dirs:
-        if name != staging:
-            store.delete_prefix(prefix_of(name))
+    for key in reversed([k for k in keys if k in _DOCUMENTS]):  # one by one, in this order
+        store.delete(key)
+    store.delete_many([k for k in keys if k not in _DOCUMENTS])
+    for name in dirs:  # (the transient ones, `staging` too, are not listed)
+        store.delete_prefix(prefix_of(name))
     _transfer(store, prefix_of(staging), "")
 
 
