@@ -200,3 +200,53 @@ def test_a_result_too_large_for_memory_is_a_selection_error():
         z[[0, 1], :, [0, 1]]
     with pytest.raises(SelectionError, match="does not fit in memory"):
         z[...]
+
+
+@pytest.mark.parametrize("value", [np.float64("nan"), np.float64(1e10), np.int64(70000),
+                                   np.uint64(2**64 - 1), np.float32("inf")])
+@pytest.mark.parametrize("where", [0, slice(0, 2)])
+def test_numpy_scalars_out_of_an_integer_range_are_refused_as_numpy_does(value, where):
+    """numpy takes its scalars as the Python values (an error out of range), not wrapped."""
+    a = zarrkit.create("memory://", shape=(3,), dtype="int16", chunks=(3,))
+    a[...] = 7
+    with pytest.raises((OverflowError, ValueError)):
+        np.zeros(3, "int16")[where] = value
+    with pytest.raises(zarrkit.DataTypeError, match="int16"):
+        a[where] = value
+    assert a[...].tolist() == [7, 7, 7]
+    a[where] = np.float64(3.7)  # in range: cast as numpy casts it
+    a.oindex[[2]] = np.int8(-5)
+    assert a[...].tolist() == ([3, 3, -5] if where == slice(0, 2) else [3, 7, -5])
+    a[0] = np.array(70000)  # a 0-d array is cast as arrays are (numpy wraps it too)
+    assert a[0] == np.array(70000).astype("int16")
+
+
+class _Index:
+    def __index__(self):
+        return 1
+
+
+@pytest.mark.parametrize("selection", [
+    (slice(None), np.array([], bool)), (np.array([], bool),), ([],), ([], []),
+    (_Index(),), (_Index(), _Index()), (slice(_Index(), None),), (np.array([], np.uint8),)],
+    ids=str)
+def test_empty_masks_and_objects_with_index_as_numpy_takes_them(selection):
+    x = np.arange(6).reshape(2, 3)
+    a = zarrkit.create("memory://", shape=(2, 3), dtype="i8", chunks=(1, 1))
+    a[...] = x
+    expected = x[selection]
+    got = a[selection]
+    assert np.shape(got) == expected.shape and np.array_equal(got, expected)
+    a[selection] = 9
+    x[selection] = 9
+    assert a[...].tolist() == x.tolist()
+
+
+def test_an_empty_float_index_array_is_refused_as_numpy_does():
+    a = zarrkit.create("memory://", shape=(4,), dtype="i2", chunks=(2,))
+    with pytest.raises(IndexError):
+        np.arange(4)[np.array([], float)]
+    for read in (lambda: a[np.array([], float)], lambda: a.oindex[np.array([], float)]):
+        with pytest.raises(zarrkit.SelectionError, match="integers or booleans"):
+            read()
+    assert a[[]].shape == a.oindex[[]].shape == (0,)

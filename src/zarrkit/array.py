@@ -322,7 +322,10 @@ class Array(Node, SpecNode, SelectionMethods):
     def _as_values(self, value: Any) -> np.ndarray:
         """`value` in the array's data type, cast as numpy assigns it: straight from Python
         objects (so a tuple is one structured element and an out-of-range integer is an error,
-        not wrapped), unsafely from arrays."""
+        not wrapped; numpy's scalars as their Python values, as numpy takes them: an int64 of
+        70000 or a NaN into int16 is an error too), unsafely from arrays."""
+        if isinstance(value, np.number) and self.dtype.kind in "iu":
+            value = value.item()
         try:
             return np.asarray(value, dtype=self.dtype)
         except (TypeError, ValueError, OverflowError) as e:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import reprlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -139,9 +140,12 @@ def _array_dim(index: np.ndarray, size: int, chunk: int, axis: int) -> _Dim:
 
 
 def _index_array(index: Any) -> np.ndarray:
-    """`np.asarray(index)`; a ragged list of indices (numpy's ValueError) is a SelectionError."""
+    """`np.asarray(index)`, an empty list as integers (numpy would make it floats, which are no
+    indices); a ragged list of indices (numpy's ValueError) is a SelectionError."""
     try:
-        return np.asarray(index)
+        arr = np.asarray(index)
+        return arr.astype(np.intp) if not arr.size and arr.dtype == np.float64 and not \
+            isinstance(index, np.ndarray) else arr
     except ValueError as e:
         raise SelectionError(f"index {reprlib.repr(index)} is not an array of indices: {e}"
                              ) from None
@@ -150,14 +154,14 @@ def _index_array(index: Any) -> np.ndarray:
 def _as_int_index(index: Any, size: int, axis: int) -> np.ndarray:
     arr = np.asarray(index)
     if arr.dtype == bool:
-        if arr.shape != (size,):
+        if arr.shape != (size,) and arr.size:  # (numpy takes any empty mask: no index)
             raise SelectionError(
                 f"boolean index for axis {axis} has shape {arr.shape}, expected ({size},)")
         return np.flatnonzero(arr)
-    if arr.size == 0:
-        return arr.astype(np.intp).reshape(arr.shape)
     if not np.issubdtype(arr.dtype, np.integer):
         raise SelectionError(f"index for axis {axis} must be integers or booleans, got {arr.dtype}")
+    if arr.size == 0:
+        return arr.astype(np.intp).reshape(arr.shape)
     if arr.min() < -size or arr.max() >= size:  # checked before the cast: uint64 would wrap
         bad = arr[(arr < -size) | (arr >= size)].flat[0]
         raise SelectionError(f"index {int(bad)} is out of bounds for axis {axis} with size {size}")
@@ -372,9 +376,21 @@ def expand_ellipsis(selection: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
 
 def as_tuple(selection: Any) -> tuple[Any, ...]:
     sel = selection if isinstance(selection, tuple) else (selection,)
-    # numpy reads a 0-d integer array (np.array(3), a reduction's result) as an integer
-    return tuple(s[()] if isinstance(s, np.ndarray) and not s.ndim and is_int(s[()]) else s
-                 for s in sel)
+    if all(type(s) in _PLAIN for s in sel):
+        return sel
+    # numpy reads a 0-d integer array (np.array(3), a reduction's result) as an integer, and
+    # so any other object with an __index__
+    return tuple(s[()] if isinstance(s, np.ndarray) and not s.ndim and is_int(s[()]) else
+                 operator.index(s) if _other_index(s) else s for s in sel)
+
+
+#: Indices taken as they are.
+_PLAIN = frozenset({int, slice, type(None), type(Ellipsis)})
+
+
+def _other_index(s: Any) -> bool:
+    """An integer index of a type of its own (not numpy's, not a Python bool or int)."""
+    return hasattr(type(s), "__index__") and not isinstance(s, np.ndarray | np.generic | int)
 
 
 def is_int(x: Any) -> bool:
@@ -780,7 +796,7 @@ def _mask_index(pos: int, mask: np.ndarray, shape: tuple[int, ...], axis: int) -
     if not mask.ndim:
         return _Advanced(pos, axis, (), (int(mask),))
     expected = tuple(shape[axis:axis + mask.ndim])
-    if mask.shape != expected:
+    if mask.shape != expected and mask.size:  # (numpy takes any empty mask: no index)
         axes = f"axis {axis}" if mask.ndim == 1 else f"axes {axis}-{axis + mask.ndim - 1}"
         raise SelectionError(
             f"boolean index for {axes} has shape {mask.shape}, expected {expected}")
