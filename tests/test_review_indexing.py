@@ -225,6 +225,9 @@ class _Index:
     def __index__(self):
         return 1
 
+    def __repr__(self):  # a stable test id: xdist workers must collect the same names
+        return "_Index()"
+
 
 @pytest.mark.parametrize("selection", [
     (slice(None), np.array([], bool)), (np.array([], bool),), ([],), ([], []),
