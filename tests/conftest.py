@@ -159,3 +159,10 @@ def opts(s3_endpoint):
 
     return s3_options(s3_endpoint)
 
+
+
+def pytest_collection_modifyitems(items):
+    # xdist workers must collect identical names; an object's default repr carries its address
+    unstable = [item.nodeid for item in items if " at 0x" in item.nodeid]
+    if unstable:
+        raise pytest.UsageError(f"test ids carry object addresses (give them a repr or ids=): {unstable[:3]}")
