@@ -50,7 +50,8 @@ def _spec(kvstore: dict, metadata: dict | None, schema: dict | None) -> dict:
 
 
 def _nonfinite_as_json(value):
-    """TensorStore's Python schema JSON gives NaN and infinities as floats, Zarr's as strings."""
+    """NaN and infinities (floats in both libraries' schema JSON) as strings, so NaN compares
+    equal to NaN."""
     if isinstance(value, dict):
         return {k: _nonfinite_as_json(v) for k, v in value.items()}
     if isinstance(value, float) and not math.isfinite(value):
@@ -80,7 +81,8 @@ def zk_create(metadata, kw, schema=None):
         return "error", str(exc)
     base = a.base if isinstance(a, zarrkit.View) else a
     doc = json.loads(bytes(base.store.get(storage.join(base.path, ".zarray"))))
-    return doc, {"schema": base.schema.to_json(), "labels": list(a.domain.labels)}
+    return doc, {"schema": _nonfinite_as_json(base.schema.to_json()),
+                 "labels": list(a.domain.labels)}
 
 
 def same_outcome(expected, actual) -> bool:

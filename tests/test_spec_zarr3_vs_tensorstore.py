@@ -63,8 +63,9 @@ def _check(tmp_path: Path, case: dict[str, Any], refused_naming: str | None = No
     return actual
 
 
-# 1. A sharding codec's chunk_shape does not drive the chunk choice: it must divide the chunks
-#    chosen from the layout alone (a hard read chunk shape it contradicts is refused).
+# 1. A sharding codec's chunk_shape without sub-chunk codecs does not drive the chunk choice: it
+#    must divide the chunks chosen from the layout alone (a hard read chunk shape it contradicts
+#    is refused). With sub-chunk codecs it does: see 4.
 
 SHARDING_CASES = {
     "7x7_not_dividing_1000": (_case([1000, 1000], [_shard([7, 7])]), "metadata.codecs"),
@@ -163,3 +164,129 @@ def test_schema_codec_merge_matches_tensorstore() -> None:
             assert expected is None, (a, b)
             continue
         assert ours.codec.to_json()["codecs"] == expected, (a, b)
+
+
+# 4. Sub-chunk codecs given (any, even []): the sharding codecs imply a hard read chunk shape
+#    (the innermost chunk_shape reached through given sub-chunk codecs), and the write chunk
+#    (shard) is chosen around it as a multiple of it, within the write constraints.
+
+G = {"name": "gzip"}
+T021 = {"name": "transpose", "configuration": {"order": [0, 2, 1]}}
+T120 = {"name": "transpose", "configuration": {"order": [1, 2, 0]}}
+
+
+def _grid(chunk_shape: list[int]) -> dict[str, Any]:
+    return {"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}}}
+
+
+SUB_CODEC_CASES = {
+    "7x7_in_100": (_case([100, 100], [_shard([7, 7], codecs=["bytes"])]), None),
+    "write_elements": (_case([100, 100], [_shard([7, 7], codecs=["bytes"])], {
+        "write_chunk": {"elements": 1000}}), None),
+    "beyond_extent": (_case([1000, 1000], [_shard([7, 7], codecs=["bytes"])]), None),
+    "gzip_only": (_case([100, 100], [_shard([7, 7], codecs=[G])]), None),
+    "empty_codecs": (_case([100, 100], [_shard([7, 7], codecs=[])]), None),
+    "inner_transpose": (_case([100, 200], [_shard([7, 5], codecs=[T10, "bytes"])]), None),
+    "outer_transpose": (_case([100, 200], [T10, _shard([7, 5], codecs=["bytes"])]), None),
+    "soft_write_shape": (_case([100, 100], [_shard([7, 7], codecs=["bytes"])], {
+        "write_chunk": {"shape_soft_constraint": [30, 50]}}), None),
+    "write_aspect": (_case([100, 1000], [_shard([7, 7], codecs=["bytes"])], {
+        "write_chunk": {"aspect_ratio": [1, 4], "elements": 5000}}), None),
+    "read_elements_ignored": (_case([100, 100], [_shard([7, 7], codecs=["bytes"])], {
+        "read_chunk": {"elements": 10, "shape_soft_constraint": [5, 5]}}), None),
+    "rank1": (_case([1000], [_shard([7], codecs=["bytes"])], {
+        "write_chunk": {"elements": 100}}), None),
+    "rank3": (_case([50, 60, 70], [T021, _shard([7, 3, 4], codecs=["bytes"])], {
+        "write_chunk": {"elements": 10000}}), None),
+    "soft_inner_order": (_case([100, 200], [_shard([7, 5], codecs=["bytes"])], {
+        "inner_order_soft_constraint": [1, 0]}), None),
+    "hard_read_same": (_case([100, 100], [_shard([7, 7], codecs=["bytes"])], {
+        "read_chunk": {"shape": [7, 7]}}), None),
+    "grid_divisible": (_case([100, 100], [_shard([7, 7], codecs=["bytes"])],
+                             **_grid([49, 49])), None),
+    "nested_given": (_case([100, 200], [_shard(codecs=[_shard([7, 7], codecs=["bytes"])])]),
+                     None),
+    "nested_transposes": (_case([100, 200], [T10, _shard(codecs=[
+        T10, _shard([3, 7], codecs=["bytes"])])]), None),
+    # refused as TensorStore refuses them
+    "grid_not_divisible": (_case([100, 100], [_shard([7, 7], codecs=["bytes"])],
+                                 **_grid([50, 50])), "metadata.codecs"),
+    "hard_write_not_divisible": (_case([100, 100], [_shard([7, 7], codecs=["bytes"])], {
+        "write_chunk": {"shape": [30, 49]}}), "metadata.codecs"),
+    "hard_read_conflict": (_case([100, 100], [_shard([7, 7], codecs=["bytes"])], {
+        "read_chunk": {"shape": [10, 10]}}), "metadata.codecs"),
+    "schema_codecs_imply_nothing": (_case([100, 100], schema_codecs=[
+        _shard([7, 7], codecs=["bytes"])]), "codec.codecs"),
+    "inner_level_without_codecs": (_case([100, 200], [T10, _shard([7, 5], codecs=[
+        T10, _shard(codecs=["bytes"])])]), "metadata.codecs"),
+}
+
+
+@pytest.mark.parametrize("name", SUB_CODEC_CASES)
+def test_sub_chunk_codecs_choose_write_chunk(tmp_path: Path, name: str) -> None:
+    _check(tmp_path, *SUB_CODEC_CASES[name])
+
+
+def test_implied_read_shape_matches_tensorstore_spec() -> None:
+    """The read chunk shape codecs imply, as TensorStore's spec reports it before creating."""
+    from zarrkit.spec.codec_spec import decoded_read_shape, parse_chain
+
+    chains = [
+        [_shard([7, 5], codecs=["bytes"])], [_shard([7, 5], codecs=[])], [_shard([7, 5])],
+        [_shard([7, 5], codecs=[T10])], [T10, _shard([7, 5], codecs=[G])], [_shard()],
+        [_shard(codecs=["bytes"])], [_shard([50, 50], codecs=[_shard([10, 10])])],
+        [_shard([50, 50], codecs=[_shard(codecs=[])])], [_shard(codecs=[_shard(codecs=[])])],
+        [_shard(codecs=[T10, _shard([10, 4], codecs=[T10])])],
+        [T10, _shard([50, 20], codecs=[T10, _shard([10, 4], codecs=[])])],
+    ]
+    for codecs in chains:
+        for grid in (None, [50, 100]):
+            metadata: dict[str, Any] = {"codecs": codecs, "shape": [100, 200],
+                                        "data_type": "uint16"}
+            if grid is not None:
+                metadata.update(_grid(grid))
+            spec = ts.Spec({"driver": "zarr3", "kvstore": {"driver": "memory"},
+                            "metadata": metadata})
+            expected = spec.chunk_layout.read_chunk.shape or (None, None)
+            ours = decoded_read_shape(parse_chain(codecs), grid, 2) or (None, None)
+            assert ours == tuple(expected), (codecs, grid)
+
+
+# 5. Nested sharding codecs without a chunk_shape get the chosen read chunk shape (in their own
+#    encoded order), not their parent's chunk_shape; where that does not divide the parent's
+#    chunk_shape, or contradicts a hard read chunk shape, TensorStore refuses.
+
+L5_20 = {"read_chunk": {"shape_soft_constraint": [5, 20]}}
+E100 = {"read_chunk": {"elements": 100}}
+
+NESTED_CASES = {
+    "none_given": (_case([100, 200], [_shard(codecs=[_shard()])]), None),
+    "none_given_read_elements": (_case([100, 200], [_shard(codecs=[_shard()])], E100), None),
+    "none_given_bytes": (_case([100, 200], [_shard(codecs=[_shard(codecs=["bytes"])])], E100),
+                         None),
+    "three_levels": (_case([100, 200], [_shard(codecs=[_shard(codecs=[_shard()])])], E100),
+                     None),
+    "outer_given": (_case([100, 200], [_shard([50, 50], codecs=[_shard()])], E100), None),
+    "outer_given_hard_read": (_case([100, 200], [_shard([50, 50], codecs=[_shard()])], {
+        "read_chunk": {"shape": [50, 50]}}), None),
+    "with_grid": (_case([100, 200], [_shard(codecs=[_shard()])], E100, **_grid([50, 100])),
+                  None),
+    "outer_transpose": (_case([100, 200], [T10, _shard(codecs=[_shard()])], L5_20), None),
+    "inner_transpose": (_case([100, 200], [_shard(codecs=[T10, _shard()])], L5_20), None),
+    "transposes_everywhere": (_case([100, 200], [T10, _shard(codecs=[
+        T10, _shard(codecs=[T10, "bytes"])])], L5_20), None),
+    "rank3_transposes": (_case([20, 50, 100], [T120, _shard([10, 20, 4], codecs=[
+        T120, _shard()])], {"read_chunk": {"shape_soft_constraint": [2, 5, 10]}}), None),
+    # refused as TensorStore refuses them
+    "read_not_dividing_outer": (_case([100, 200], [_shard([50, 50], codecs=[_shard()])]),
+                                "metadata.codecs"),
+    "middle_given_not_dividing": (_case([100, 200], [_shard(codecs=[
+        _shard([20, 20], codecs=[_shard()])])], E100), "metadata.codecs"),
+    "filled_against_hard_read": (_case([280, 248], [_shard(codecs=[_shard([1, 2])])], {
+        "read_chunk": {"shape": [35, 14]}}), "metadata.codecs"),
+}
+
+
+@pytest.mark.parametrize("name", NESTED_CASES)
+def test_nested_sharding_fills_chunk_shapes(tmp_path: Path, name: str) -> None:
+    _check(tmp_path, *NESTED_CASES[name])

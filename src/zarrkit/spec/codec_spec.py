@@ -276,6 +276,35 @@ def read_chunk_shape(chain: ChainSpec | None, write_shape: Sequence[int],
     return tuple(shape) if found else tuple(write_shape)
 
 
+def decoded_read_shape(chain: ChainSpec | None, shape: Sequence[int] | None, rank: int,
+                       where: str = "codecs") -> tuple[int, ...] | None:
+    """The read chunk shape codecs imply before any chunk is chosen (TensorStore's
+    GetDecodedChunkLayout), in the chain's decoded dimension order; None when they imply none.
+
+    A chain implies the `shape` it encodes, when known. A sharding codec implies what its
+    sub-chunk codecs imply for its chunk_shape, and nothing when they are not given: a
+    chunk_shape alone does not make a read chunk.
+    """
+    if chain is None:
+        return None
+    dims = _compose(list(range(rank)), chain, rank, where)
+    shard = chain.sharding
+    if shard is None:
+        encoded = None if shape is None else [shape[d] for d in dims]
+    else:
+        inner = shard.config.get("chunk_shape")
+        if inner is not None and len(inner) != rank:
+            raise SpecError(f"{where}: sharding_indexed chunk_shape {inner} does not have rank "
+                            f"{rank}")
+        encoded = decoded_read_shape(shard.config.get("codecs"), inner, rank, where)
+    if encoded is None:
+        return None
+    decoded = [0] * rank
+    for position, d in enumerate(dims):
+        decoded[d] = encoded[position]
+    return tuple(decoded)
+
+
 def check_sub_chunks(chain: ChainSpec | None, write_shape: Sequence[int], itemsize: int,
                      where: str) -> None:
     """SpecError unless each sharding codec's chunk_shape evenly divides the chunk it splits
@@ -307,17 +336,24 @@ def _check_shard_split(inner: list[int], outer: list[int], where: str) -> None:
 
 
 def with_sharding(chain: ChainSpec | None, read_shape: Sequence[int]) -> ChainSpec:
-    """The chain with its sharding codec's chunk_shape set, or a sharding codec inserted."""
+    """The chain with its sharding codecs' chunk_shapes set, or a sharding codec inserted.
+
+    Every nested sharding codec without a chunk_shape gets the read chunk shape (in its own
+    encoded order), as TensorStore resolves them: not its parent's chunk_shape.
+    """
     rank = len(read_shape)
     if chain is None:
         shard = CodecSpec1(SHARDING, {"chunk_shape": list(read_shape)})
         return ChainSpec([], shard, [])
     chain = copy.deepcopy(chain)
-    shard = chain.sharding
-    assert shard is not None
-    if "chunk_shape" not in shard.config:
-        dims = _compose(list(range(rank)), chain, rank, "codecs")
-        shard.config["chunk_shape"] = [read_shape[d] for d in dims]
+    assert chain.sharding is not None
+    level: ChainSpec | None = chain
+    dims = list(range(rank))
+    while level is not None and level.sharding is not None:
+        dims = _compose(dims, level, rank, "codecs")
+        shard = level.sharding
+        shard.config.setdefault("chunk_shape", [read_shape[d] for d in dims])
+        level = shard.config.get("codecs")
     return chain
 
 

@@ -78,6 +78,8 @@ class OpenState:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        if self.assume_metadata:  # TensorStore records it: the spec reopens without reading
+            out["assume_metadata"] = True
         if self.recheck_cached_data is not True:
             out["recheck_cached_data"] = self.recheck_cached_data
         if self.recheck_cached_metadata != "open":

@@ -26,9 +26,15 @@ from ..metadata.v2 import ARRAY_KEY, ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3
 from .context import Context
 from .node import OpenState, check_revalidation_bound
-from .schema import Schema
+from .schema import Schema, json_dtype
 from .spec import ZARR3_MEMBERS, Spec, check_driver
-from .transform import IndexTransform, domain_through, layout_through, units_through
+from .transform import (
+    IndexTransform,
+    domain_through,
+    layout_through,
+    propagate_bounds,
+    units_through,
+)
 from .view import View
 from .zarr2 import V2Constraints, labels_of, new_zarray
 from .zarr2 import check_existing as check_zarr2
@@ -88,28 +94,33 @@ def _location(json: dict[str, Any], read_only: bool) -> tuple[Any, str]:
 
 
 def _schema(json: dict[str, Any], options: dict[str, Any], transform: Any) -> Schema:
-    """The spec's schema with its top-level dtype and rank and the keyword constraints."""
+    """The stored array's schema. As in TensorStore, the spec's own (`schema` and the top-level
+    dtype) describes the array's dimensions even beside a transform, while the keyword
+    constraints describe the view, so only they are mapped through the transform; the
+    top-level rank is the view's (the transform's input rank)."""
     schema = Schema.from_json(json["schema"], where="schema") if "schema" in json else Schema()
     rank = json.get("rank") if transform is None else None
     if transform is not None and json.get("rank") not in (None, transform.input_rank):
         raise SpecError(f"rank: {json['rank']} does not match the transform's input rank "
                         f"{transform.input_rank}")
-    schema.update(dtype=json.get("dtype"), rank=rank, where="spec")
-    keywords = {k: options.get(k) for k in _SCHEMA_KEYWORDS}
+    schema.update(dtype=json_dtype(json.get("dtype")), rank=rank, where="spec")
+    if transform is not None and schema.rank not in (None, transform.output_rank):
+        raise SpecError(f"schema: rank {schema.rank} does not match the transform's output "
+                        f"rank {transform.output_rank} (the schema describes the stored array)")
+    keywords = Schema()
+    keywords.update(where="open", **{k: options.get(k) for k in _SCHEMA_KEYWORDS})
     if transform is not None:
-        keywords["rank"] = None
-    schema.update(where="open", **keywords)
-    if transform is not None:
-        schema = _through_transform(schema, transform)
+        keywords = _through_transform(keywords, transform)
+    schema.update(keywords, where="open")
     return schema
 
 
 def _through_transform(schema: Schema, transform: IndexTransform) -> Schema:
-    """The schema with its domain, chunk layout and dimension units (given in the transform's
-    input space, as TensorStore reads them) mapped onto the array's dimensions; the codec is
-    taken as given (TensorStore does not map it either)."""
+    """The keyword schema with its domain, chunk layout and dimension units (given in the
+    transform's input space, as TensorStore reads them) mapped onto the array's dimensions;
+    the codec is taken as given (TensorStore does not map it either)."""
     if schema.rank not in (None, transform.input_rank):
-        raise SpecError(f"schema: rank {schema.rank} does not match the transform's input rank "
+        raise SpecError(f"open: rank {schema.rank} does not match the transform's input rank "
                         f"{transform.input_rank}")
     json = schema.to_json()
     if schema.domain is not None:
@@ -246,7 +257,9 @@ def _open_or_create(store: Any, path: str, mode: _Mode, driver: _Driver, constra
     where = f"spec.metadata ({storage.join(path, driver.document)})"
     if mode.assume_metadata or mode.assume_cached_metadata:
         return array(driver.parse(driver.new_doc(constraints, schema), where=where))
-    found = formats.find(store, path, driver.zarr_format, use_consolidated=False)
+    # delete_existing never reads what it deletes: a malformed document there is replaced too
+    found = None if mode.delete_existing else formats.find(store, path, driver.zarr_format,
+                                                            use_consolidated=False)
     at = path or "/"
     if found is not None and mode.open:
         if not formats.is_array(found.metadata):
@@ -271,13 +284,16 @@ def _open_or_create(store: Any, path: str, mode: _Mode, driver: _Driver, constra
 
 
 def _with_transform(array: Array, transform: IndexTransform | None) -> Array | View:
-    """The array itself for an identity transform over its whole domain, else a view."""
+    """A view through the transform, its implicit bounds resolved against the array as
+    TensorStore's open does; the array itself if that is an identity over exactly its domain
+    (explicit bounds equal to the array's must stay explicit, so they make a view)."""
     if transform is None:
         return array
-    domain = array.domain
-    if transform.is_identity() and transform.domain.inclusive_min == domain.inclusive_min \
-            and transform.domain.exclusive_max == domain.exclusive_max \
-            and transform.domain.labels == domain.labels:
+    if transform.output_rank != array.rank:
+        raise SpecError(f"transform: output rank {transform.output_rank} does not match the "
+                        f"array's rank {array.rank}")
+    transform = propagate_bounds(transform, array.domain)
+    if transform.is_identity() and transform.domain == array.domain:
         return array
     return View(array, transform)
 
@@ -299,8 +315,14 @@ def _zarr2_members(json: dict[str, Any]) -> None:
 
 def _zarr2_constraints(json: dict[str, Any]) -> V2Constraints:
     metadata = json.get("metadata")
+    if json.get("key_encoding", ".") not in (".", "/"):
+        raise SpecError(f"key_encoding: expected '.' or '/', got {json['key_encoding']!r}")
     if "key_encoding" in json and isinstance(metadata or {}, dict):
-        metadata = {"dimension_separator": json["key_encoding"], **(metadata or {})}
+        given = (metadata or {}).get("dimension_separator", json["key_encoding"])
+        if given != json["key_encoding"]:  # TensorStore refuses the two disagreeing
+            raise SpecError(f"key_encoding: {json['key_encoding']!r} does not match "
+                            f"metadata.dimension_separator {given!r}")
+        metadata = {**(metadata or {}), "dimension_separator": given}
     return V2Constraints.from_json(metadata)
 
 

@@ -8,6 +8,7 @@ schemas raises SpecError naming the member where they disagree.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import ml_dtypes
@@ -98,6 +99,15 @@ def dtype_name(value: Any, where: str = "dtype") -> str:
     return name
 
 
+def json_dtype(value: Any, where: str = "dtype") -> Any:
+    """A spec's `dtype` member: a string must be TensorStore's name ("int32", not "<i4" or
+    "i4", which TensorStore refuses); dtype objects from Python are converted as keywords are."""
+    if isinstance(value, str) and dtype_name(value, where) != value:
+        raise SpecError(f"{where}: unsupported data type {value!r}; specs name types as "
+                        f"TensorStore does ({dtype_name(value, where)!r})")
+    return value
+
+
 _V2_ONLY = ("string", "ustring", "json")  # TensorStore dtypes that only the zarr driver stores
 # TensorStore dtypes that only the zarr driver stores and Zarr v3 has no name for.
 V2_FLOAT8 = {name: np.dtype(getattr(ml_dtypes, name)) for name in (
@@ -135,6 +145,13 @@ class Schema:
                                "fill_value", "dimension_units"}
         if unknown:
             raise SpecError(f"{where}: unknown member(s) {sorted(unknown)}")
+        if "dtype" in json:
+            json_dtype(json["dtype"], f"{where}.dtype")
+        if "fill_value" in json:
+            if json["fill_value"] is None:  # update() would take it as "not given"
+                raise SpecError(f"{where}.fill_value: null is not a fill value (omit it for "
+                                "the default)")
+            json = {**json, "fill_value": JsonFill(json["fill_value"])}
         schema = cls()
         schema.update(**json, where=where)
         return schema
@@ -182,8 +199,8 @@ class Schema:
         if self._dtype is not None and self._dtype != name:
             raise SpecError(f"{where}: dtype {name!r} does not match dtype {self._dtype!r}")
         self._dtype = name
-        if self._fill is not None:
-            self._fill = _cast_fill(self._fill, name, where)
+        if self._fill is not None:  # the fill value given before the type: errors name it
+            self._fill = _cast_fill(self._fill, name, where.rsplit(".", 1)[0] + ".fill_value")
 
     def _set_domain(self, domain: Any, where: str) -> None:
         domain = IndexDomain.from_json(domain, where)
@@ -206,8 +223,8 @@ class Schema:
         if value.ndim:
             raise SpecError(f"{where}: the fill value must be a scalar, got shape {value.shape}")
         if self._fill is not None and not same_fill(self._fill, value):
-            raise SpecError(f"{where}: fill value {value[()].item()!r} does not match "
-                            f"{self._fill[()].item()!r}")
+            raise SpecError(f"{where}: fill value {_shown(plain_fill(value)[()])} does not "
+                            f"match {_shown(plain_fill(self._fill)[()])}")
         self._fill = value
 
     def _set_units(self, units: Any, where: str) -> None:
@@ -271,7 +288,13 @@ class Schema:
         return out
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Schema) and self.to_json() == other.to_json()
+        return isinstance(other, Schema) and self._comparable() == other._comparable()
+
+    def _comparable(self) -> dict[str, Any]:
+        json = self.to_json()  # its NaN fill would never equal itself
+        if self._fill is not None:
+            json["fill_value"] = _fill_key(self._fill)
+        return json
 
     def __repr__(self) -> str:
         return f"Schema({self.to_json()!r})"
@@ -294,8 +317,31 @@ _SETTERS = {
 }
 
 
+class JsonFill:
+    """A fill value from a JSON schema, kept as such until the data type is known: TensorStore
+    parses JSON strictly (1 is no bool) but converts keyword values as numpy does."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JsonFill) and self.value == other.value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+def plain_fill(value: Any) -> Any:
+    """The fill value itself, a JSON one unwrapped."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and isinstance(value[()], JsonFill):
+        return np.asarray(value[()].value)
+    return value.value if isinstance(value, JsonFill) else value
+
+
 def _cast_fill(value: Any, dtype: str, where: str) -> np.ndarray:
     """A fill value (Python, numpy or Zarr JSON form) as a 0-d array of the data type."""
+    if dtype in _V2_ONLY or dtype in V2_FLOAT8:
+        value = plain_fill(value)
     if dtype in _V2_ONLY:
         return np.asarray(value, dtype=object)
     if dtype in V2_FLOAT8:
@@ -303,12 +349,43 @@ def _cast_fill(value: Any, dtype: str, where: str) -> np.ndarray:
     return cast_fill(value, DataType.parse(dtype), where)
 
 
-def cast_fill(value: Any, data_type: DataType, where: str = "fill_value") -> np.ndarray:
-    """A fill value as a 0-d array of a Zarr v3 data type; SpecError if it holds no such value."""
+_DECIMAL = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
+_SPECIAL_FLOAT = re.compile(r"\s*[+-]?(nan|inf|infinity)\s*", re.IGNORECASE)
+
+
+def schema_fill(value: Any, kind: str, where: str = "fill_value") -> Any:
+    """A schema fill value for a type of this kind as TensorStore takes one: from JSON, numbers
+    for bool and bools for numbers refused; from Python, converted as numpy casts; numbers in
+    strings ("7", "nan", "-inf", "1.5") parsed; the rest (hex bits, ...) left to the type."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
-    if data_type.kind == "bool" and isinstance(value, int | float | np.number):
-        value = bool(value)  # TensorStore converts numbers as numpy casts them
+    strict = isinstance(value, JsonFill)
+    value = plain_fill(value)
+    is_bool = isinstance(value, bool | np.bool_)
+    if kind == "bool":
+        if isinstance(value, str) and value in ("true", "false"):
+            return value == "true"
+        if strict and not is_bool:
+            raise SpecError(f"{where}: expected true or false for bool, got {_shown(value)}")
+        return bool(value) if isinstance(value, int | float | np.number) else value
+    if strict and is_bool and kind in ("int", "uint", "float", "complex"):
+        raise SpecError(f"{where}: expected a number, got {_shown(value)}")
+    if isinstance(value, str) and kind in ("int", "uint") and re.fullmatch(r"\s*[+-]?\d+\s*",
+                                                                           value):
+        return int(value)
+    if isinstance(value, str) and kind == "float" and (_DECIMAL.fullmatch(value)
+                                                       or _SPECIAL_FLOAT.fullmatch(value)):
+        return float(value)
+    return value
+
+
+def _shown(value: Any) -> str:
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def cast_fill(value: Any, data_type: DataType, where: str = "fill_value") -> np.ndarray:
+    """A fill value as a 0-d array of a Zarr v3 data type; SpecError if it holds no such value."""
+    value = schema_fill(value, data_type.kind, where)
     try:
         return np.asarray(data_type.cast_fill_value(value, where=where), dtype=data_type.dtype)
     except (DataTypeError, MetadataError) as exc:
@@ -317,6 +394,7 @@ def cast_fill(value: Any, data_type: DataType, where: str = "fill_value") -> np.
 
 def same_fill(a: np.ndarray, b: np.ndarray) -> bool:
     """Equal bits (so NaN matches NaN), after casting to a common dtype when they differ."""
+    a, b = np.asarray(plain_fill(a)), np.asarray(plain_fill(b))
     if a.dtype != b.dtype:
         try:
             b = b.astype(a.dtype)
@@ -328,7 +406,20 @@ def same_fill(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def fill_json(value: np.ndarray, dtype: str | None) -> Any:
+    """TensorStore's JSON of a fill value: floats as numbers (NaN and infinities too), complex
+    as [real, imag]; not Zarr's "NaN" strings and hex bits."""
     if dtype is None or dtype in _V2_ONLY or dtype in V2_FLOAT8:
-        return value.tolist()
+        return np.asarray(plain_fill(value)).tolist()
     data_type = DataType.parse(dtype)
-    return data_type.fill_value_to_json(data_type.cast_fill_value(value[()]))
+    scalar = data_type.cast_fill_value(value[()])
+    if data_type.kind == "float":
+        return float(scalar)
+    if data_type.kind == "complex":
+        return [float(scalar.real), float(scalar.imag)]
+    return data_type.fill_value_to_json(scalar)
+
+
+def _fill_key(value: np.ndarray) -> Any:
+    """A fill value compared bit for bit (NaN equals NaN, payloads kept)."""
+    value = np.asarray(plain_fill(value))
+    return value.tolist() if value.dtype.hasobject else (value.dtype.str, value.tobytes())

@@ -879,6 +879,70 @@ def layout_through(transform: IndexTransform, layout: dict[str, Any]) -> dict[st
     return out
 
 
+# -- resolving a transform against the array's domain (TensorStore's PropagateBoundsToTransform)
+
+Bound = tuple[int, int, bool, bool]  # inclusive_min, exclusive_max, implicit lower and upper
+
+
+def propagate_bounds(transform: IndexTransform, domain: IndexDomain) -> IndexTransform:
+    """The transform with its implicit input bounds taken from the array's `domain`, as
+    TensorStore resolves a spec's transform when it opens the array (so `{"input_rank": 2}`
+    becomes the array's box). An input dimension read by strided maps gets the inputs they
+    send into the domain; explicit input bounds stay, but must lie within those the array
+    fixes; a bound stays implicit only if it was and all the bounds it came from are.
+    Dimensions no strided map reads keep their bounds."""
+    d = transform.domain
+    inferred: dict[int, Bound] = {}
+    for i, m in enumerate(transform.output):
+        if m.method == "single_input_dimension" and m.stride != 0:
+            b = _affine_preimage(m, domain, i)
+            j = m.input_dimension
+            inferred[j] = b if j not in inferred else _intersect_preferring_explicit(
+                inferred[j], b)
+    empty = certainly_empty(d)
+    dims = [_resolved(d, j, inferred.get(j), empty) for j in range(d.rank)]
+    new = IndexDomain(*(tuple(x[k] for x in dims) for k in range(4)), d.labels)
+    # With no index used, TensorStore makes index array maps the constant 0.
+    output = tuple(_constant(0) if empty and m.method == "array" else m
+                   for m in transform.output)
+    return IndexTransform(new, output)
+
+
+def _affine_preimage(m: OutputIndexMap, domain: IndexDomain, i: int) -> Bound:
+    """The inputs x with offset + stride * x in output dimension i's interval; infinite ends
+    stay infinite, and a negative stride swaps the ends (and their implicit flags)."""
+    lo, last = domain.inclusive_min[i], domain.exclusive_max[i] - 1  # +-INF when infinite
+    ilo, ihi = domain.implicit_lower_bounds[i], domain.implicit_upper_bounds[i]
+    if m.stride < 0:
+        lo, last, ilo, ihi = last, lo, ihi, ilo
+    first = -INF if abs(lo) == INF else -((m.offset - lo) // m.stride)  # ceil
+    end = INF if abs(last) == INF else (last - m.offset) // m.stride  # floor
+    return first, end + 1, ilo, ihi
+
+
+def _intersect_preferring_explicit(a: Bound, b: Bound) -> Bound:
+    """Per side: the tighter of two bounds alike in implicitness, else the explicit one."""
+    lo = max(a[0], b[0]) if a[2] == b[2] else (a[0] if not a[2] else b[0])
+    hi = min(a[1], b[1]) if a[3] == b[3] else (a[1] if not a[3] else b[1])
+    return lo, hi, a[2] and b[2], a[3] and b[3]
+
+
+def _resolved(d: IndexDomain, j: int, inferred: Bound | None, empty: bool) -> Bound:
+    lo, hi = d.inclusive_min[j], d.exclusive_max[j]
+    ilo, ihi = d.implicit_lower_bounds[j], d.implicit_upper_bounds[j]
+    if inferred is None:
+        return lo, hi, ilo, ihi
+    a, b, fa, fb = inferred
+    lo = a if ilo else lo
+    hi = max(lo, b if ihi else hi)
+    # The array's implicit (resizable) bounds do not limit explicit input bounds.
+    if not empty and hi > lo and ((not fa and lo < a) or (not fb and hi > b)):
+        raise SelectionError(f"transform: input dimension {j} bounds [{_text(lo)}, "
+                             f"{_text(hi)}) are outside the bounds [{_text(a)}, {_text(b)}) "
+                             "the array gives it")
+    return lo, hi, ilo and fa, ihi and fb
+
+
 def certainly_empty(domain: IndexDomain) -> bool:
     """Some dimension is empty between explicit bounds (implicit bounds may still move)."""
     return any(hi <= lo and not (il or iu) for lo, hi, il, iu in zip(

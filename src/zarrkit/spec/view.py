@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import CopyRequiredError, DataTypeError, SelectionError
 from .chunk_layout import ChunkLayout
 from .schema import CodecSpec, Schema
-from .transform import IndexDomain, IndexTransform, OutputIndexMap, certainly_empty
+from .transform import INF, INF_MAX, IndexDomain, IndexTransform, OutputIndexMap, certainly_empty
 from .units import Unit, Units
 
 _pool: ThreadPoolExecutor | None = None
@@ -335,7 +335,12 @@ def _prepare(base: Any, transform: IndexTransform) -> tuple[IndexTransform, bool
     if refresh is not None:
         refresh()
     transform = _resolve_bounds(transform, tuple(base.shape))
-    if 0 in transform.domain.shape:
+    d = transform.domain
+    # An unbounded dimension no map reads (a new axis of an unbounded spec transform) stays
+    # infinite: TensorStore refuses to move its data too.
+    if -INF in d.inclusive_min or INF_MAX in d.exclusive_max:
+        raise SelectionError(f"reading or writing a view needs a finite domain, got {d!r}")
+    if 0 in d.shape:
         return transform, False
     _check_bounds(transform, tuple(base.shape))
     return transform, True

@@ -28,7 +28,7 @@ from ..metadata.data_type import TEXT_KINDS, DataType
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v2_dtype import DataTypeV2
 from .chunk_layout import ChunkLayout, choose_chunk_shapes
-from .schema import V2_FLOAT8, Schema, dtype_name, same_fill
+from .schema import V2_FLOAT8, Schema, dtype_name, plain_fill, same_fill, schema_fill
 from .transform import INF
 from .v2_compressor import DEFAULT_COMPRESSOR, check_compressor, with_defaults
 from .zarr3 import MetadataConstraints, member_ints
@@ -106,6 +106,10 @@ def _data_type(json: dict[str, Any], where: str) -> DataTypeV2 | None:
 def _fill(value: Any, data_type: DataTypeV2 | None, where: str) -> Any:
     if data_type is None:
         raise SpecError(f"{where}.fill_value: must be given together with {where}.dtype")
+    if data_type.kind == "bool" and not isinstance(value, bool | None):
+        # stored .zarray files with 0/1 are read; a spec asks for true or false, as TensorStore
+        raise SpecError(f"{where}.fill_value: expected true, false or null for a bool array, "
+                        f"got {value!r}")
     try:
         return data_type.parse_fill_value(value, where=f"{where}.fill_value")
     except (DataTypeError, MetadataError) as exc:
@@ -270,11 +274,9 @@ def _cast_fill(value: np.ndarray, data_type: DataTypeV2) -> Any:
     try:
         if dtype.names is not None and len(dtype.names) == 1:
             record = np.zeros((), dtype)
-            record[dtype.names[0]] = value[()]
+            record[dtype.names[0]] = plain_fill(value)[()]
             return record[()]
-        if data_type.kind == "bool" and np.asarray(value).dtype.kind in "iuf":
-            return np.bool_(value[()])  # numbers convert as numpy casts them
-        return data_type.cast_fill_value(value[()], where="fill_value")
+        return data_type.cast_fill_value(schema_fill(value, data_type.kind), where="fill_value")
     except (DataTypeError, MetadataError, TypeError, ValueError) as exc:
         raise SpecError(f"fill_value: {value[()]!r} is not a value of {data_type.to_json()!r}: "
                         f"{exc}") from None

@@ -23,6 +23,7 @@ from .codec_spec import (
     ChainSpec,
     check_inner_order,
     check_sub_chunks,
+    decoded_read_shape,
     fixes_inner_order,
     inner_order,
     merge,
@@ -32,7 +33,7 @@ from .codec_spec import (
     with_inner_order,
     with_sharding,
 )
-from .schema import CodecSpec, Schema, cast_fill, dtype_name, fill_json, same_fill
+from .schema import CodecSpec, Schema, cast_fill, dtype_name, same_fill
 from .transform import INF, IndexDomain
 from .units import UNITS_ATTRIBUTE, Units, merge_units, parse_units, stored_units
 
@@ -158,8 +159,11 @@ def _fill(json: dict[str, Any], data_type: DataType | None, where: str) -> np.nd
         return None
     if data_type is None:
         raise SpecError(f"{where}.fill_value: must be given together with data_type")
+    value = json["fill_value"]
+    if data_type.kind in ("int", "uint") and isinstance(value, float) and value.is_integer():
+        value = int(value)  # TensorStore takes 3.0 (or 1e3) for an integer and stores 3
     try:
-        value = data_type.parse_fill_value(json["fill_value"], where=f"{where}.fill_value")
+        value = data_type.parse_fill_value(value, where=f"{where}.fill_value")
     except (DataTypeError, MetadataError) as exc:
         raise SpecError(str(exc)) from None
     return np.asarray(value, dtype=data_type.dtype)
@@ -279,8 +283,8 @@ def _units_attribute(value: Any, rank: int) -> Units:
 def _check_read_constraint(chain: ChainSpec | None, layout: ChunkLayout, rank: int,
                            where: str) -> bool:
     """SpecError when a sharding codec's sub-chunk shape contradicts a hard read chunk shape;
-    whether the codecs fix the read chunk. Only a check: TensorStore chooses the chunks from
-    the layout alone."""
+    whether the codecs fix the read chunk. Only a check: a chunk_shape without sub-chunk codecs
+    does not guide the chunk choice (see `_with_codec_read`)."""
     if chain is None or chain.sharding is None:
         return False
     read = read_chunk_shape(chain, (1,) * rank, where)
@@ -291,6 +295,29 @@ def _check_read_constraint(chain: ChainSpec | None, layout: ChunkLayout, rank: i
             raise SpecError(f"{where}: the sharding chunk_shape {list(read)} conflicts with "
                             f"chunk_layout: {exc}") from None
     return read is not None
+
+
+def _with_codec_read(c: MetadataConstraints, layout: ChunkLayout, rank: int) -> ChunkLayout:
+    """The layout with the read chunk the metadata's sharding codecs imply (sub-chunk codecs
+    given) as a hard constraint: TensorStore then chooses the write chunk around it, a multiple
+    of it. A schema's codecs imply none."""
+    if c.codecs is None or c.codecs.sharding is None:
+        return layout
+    read = decoded_read_shape(c.codecs, c.chunk_shape, rank, "metadata.codecs")
+    if read is None:
+        return layout
+    layout = copy.deepcopy(layout)
+    try:
+        layout.update(read_chunk_shape=list(read))
+    except SpecError as exc:
+        raise SpecError(f"metadata.codecs: the sub-chunk shape {list(read)} conflicts with "
+                        f"chunk_layout: {exc}") from None
+    write = c.chunk_shape or layout.write_chunk.shape or (None,) * rank
+    if any(w is not None and w % r for r, w in zip(read, write, strict=True)):
+        shown = ", ".join("*" if w is None else str(w) for w in write)
+        raise SpecError(f"metadata.codecs: the sub-chunk shape {list(read)} does not evenly "
+                        f"divide the write chunk shape [{shown}]")
+    return layout
 
 
 def _inner_order(meta: ChainSpec | None, layout: ChunkLayout,
@@ -313,8 +340,9 @@ def _schema_chain(schema: Schema) -> ChainSpec | None:
 def _choose_codecs(c: MetadataConstraints, schema: Schema, data_type: DataType,
                    shape: tuple[int, ...]) -> tuple[tuple[int, ...], list[dict[str, Any]]]:
     """The schema's codecs merged with the metadata's (as TensorStore merges codec specs);
-    chunk shapes from the layout alone (a sharding chunk_shape is checked, not used); sharding
-    inserted when read and write chunks differ; a transpose appended to the innermost chain
+    chunk shapes from the layout and the read chunk the metadata's sharding codecs imply;
+    sharding inserted when read and write chunks differ (nested sharding codecs without a
+    chunk_shape get the read chunk); a transpose appended to the innermost chain
     for the inner order. The result must still satisfy the metadata's codecs."""
     rank = len(shape)
     chain = merge(c.codecs, _schema_chain(schema), "codec.codecs", strict=False, rank=rank)
@@ -327,6 +355,7 @@ def _choose_codecs(c: MetadataConstraints, schema: Schema, data_type: DataType,
     sharding = c.codecs is None or c.codecs.sharding is not None
     where = "metadata.codecs" if c.codecs is not None else "codec.codecs"
     fixed = _check_read_constraint(chain, layout, rank, where)
+    layout = _with_codec_read(c, layout, rank)
     read, write = choose_chunk_shapes(shape, layout, metadata_chunk_shape=c.chunk_shape,
                                       sharding=sharding, dtype_size=data_type.item_size,
                                       read_fixed=fixed)
@@ -335,6 +364,8 @@ def _choose_codecs(c: MetadataConstraints, schema: Schema, data_type: DataType,
     if chain is not None and chain.sharding is not None:
         chain = with_sharding(chain, read)
         check_sub_chunks(chain, write, data_type.item_size, where)
+        # The filled-in sub-chunk shapes must meet a hard read chunk shape as well.
+        _check_read_constraint(chain, layout, rank, where)
     if order is not None:
         chain = with_inner_order(chain, order, rank, "metadata.codecs")
     _check_still_met(chain, c.codecs, rank)
@@ -363,6 +394,24 @@ def _stored_key_encoding(json: dict[str, Any] | str | None) -> dict[str, Any]:
     return {"name": encoding.name, "configuration": {"separator": encoding.separator}}
 
 
+def _without_byte_endian(codecs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chain of a 1-byte type as TensorStore stores it: `bytes` without an endian (which
+    means nothing for single bytes), also in inner chains; index chains (uint64) keep theirs.
+    Only chains of transposes reach `bytes` with the array's own type."""
+    out = []
+    for codec in codecs:
+        name, config = codec.get("name"), codec.get("configuration") or {}
+        if name == "bytes" and "endian" in config:
+            codec = {"name": "bytes"}
+        elif name == "sharding_indexed" and "codecs" in config:
+            codec = {**codec, "configuration": {**config,
+                                                "codecs": _without_byte_endian(config["codecs"])}}
+        elif name != "transpose":
+            return out + codecs[len(out):]  # a codec that may change the type: left as given
+        out.append(codec)
+    return out
+
+
 def new_metadata(c: MetadataConstraints, schema: Schema) -> dict[str, Any]:
     """The complete zarr.json document for a new array (TensorStore's choices)."""
     data_type = _merged_dtype(c, schema)
@@ -374,13 +423,13 @@ def new_metadata(c: MetadataConstraints, schema: Schema) -> dict[str, Any]:
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(write)}},
         "chunk_key_encoding": _stored_key_encoding(c.chunk_key_encoding),
         "fill_value": _merged_fill(c, schema, data_type),
-        "codecs": codecs,
+        "codecs": _without_byte_endian(codecs) if data_type.item_size == 1 else codecs,
     }
     attributes = _merged_attributes(c, schema, len(shape))
     if attributes:
         doc["attributes"] = attributes
     names = _dimension_names(c, labels)
-    if names is not None:
+    if names is not None and any(name is not None for name in names):  # all null: omitted
         doc["dimension_names"] = names
     doc.update({k: v for k, v in c.json.items() if k not in _MEMBERS})  # must_understand: false
     return doc
@@ -465,10 +514,6 @@ def schema_of(md: Any) -> Schema:
     if dtype is not None and fill is not None and not np.asarray(fill).dtype.hasobject:
         schema.update(fill_value=np.asarray(fill))
     return schema
-
-
-def fill_value_json(md: Any) -> Any:
-    return fill_json(np.asarray(md.fill_value), dtype_of(md))
 
 
 # -- checking a stored array against constraints ----------------------------------------------
