@@ -14,7 +14,7 @@ from typing import Any
 from . import formats, storage
 from .errors import NodeNotFoundError, NodeTypeError
 from .kvstore.base import KvStore
-from .metadata.json import json_loads
+from .metadata.json import json_dumps, json_loads
 
 #: The lock's name: not a stored key (nothing is ever written there).
 SHAPE_LOCK = ".zarrkit-shape"
@@ -40,6 +40,35 @@ def read_document(store: KvStore, key: str, name: str) -> bytes:
 def shape_changed(raw: bytes, key: str, shape: tuple[int, ...]) -> bool:
     doc = json_loads(raw, what=key)
     return not isinstance(doc, dict) or doc.get("shape") != list(shape)
+
+
+#: Members of a v3 or v2 array document that say how chunks are keyed, encoded and filled: a
+#: writer may change the shape and attributes, never these (the array would be another one).
+_LAYOUT = ("data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs",
+           "dtype", "chunks", "compressor", "filters", "order", "dimension_separator")
+
+
+def _layout(doc: Any) -> dict[str, Any] | None:
+    return {k: doc.get(k) for k in _LAYOUT} if isinstance(doc, dict) else None
+
+
+def check_layout(store: KvStore, path: str, metadata: Any, raw: bytes, key: str,
+                 name: str) -> None:
+    """NodeTypeError if the stored document `raw` lays chunks out otherwise than `metadata`:
+    the array was replaced since the handle read it, and chunks encoded by the handle would be
+    garbage (or silently other values) to the new array."""
+    mine = _layout(_as_stored(metadata))
+    if _layout(json_loads(raw, what=key)) == mine:
+        return
+    # Written by another tool, the same layout may be spelled otherwise (defaults left out).
+    if _layout(_as_stored(stored_metadata(store, path, metadata, name))) != mine:
+        raise NodeTypeError(f"array {name} was replaced by another writer with another data "
+                            "type, chunking, codecs or fill value; open it again")
+
+
+def _as_stored(metadata: Any) -> Any:
+    """The document of `metadata` as a reader gets it back (tuples as lists, ...)."""
+    return json_loads(json_dumps(metadata.to_json()), what="array metadata")
 
 
 def stored_metadata(store: KvStore, path: str, metadata: Any, name: str) -> Any:

@@ -18,6 +18,7 @@ from .creation import (
     digit_fill,
     full_like_kwargs,
     like,
+    take_config,
     write_array,
 )
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
@@ -185,14 +186,15 @@ def _find(store: Any, path: str, mode: str, zarr_format: int | None,
 def _open_existing(store: Any, path: str, mode: str, found: formats.Found | None,
                    zarr_format: int | None, kwargs: dict[str, Any]) -> Array | Group:
     """Modes 'r', 'r+' and 'a' on an existing node: `write_empty_chunks` configures an array's
-    handle; creation keywords must agree with the stored array (see `check_existing`)."""
-    write_empty_chunks = kwargs.pop("write_empty_chunks", None)
+    handle (so does zarr-python's `config`); creation keywords must agree with the stored
+    array (see `check_existing`)."""
+    handle_options = [k for k in ("config", "write_empty_chunks") if kwargs.get(k) is not None]
+    write_empty_chunks = take_config(kwargs, kwargs.pop("write_empty_chunks", None))
     node = open_node(store, path, read_only=mode == "r", zarr_format=zarr_format, found=found,
                      write_empty_chunks=bool(write_empty_chunks))
     if isinstance(node, Group):
         kwargs.pop("attributes", None)  # initial values, used only on creation
-        given = sorted(kwargs) + (["write_empty_chunks"] if write_empty_chunks is not None
-                                  else [])
+        given = sorted(kwargs) + handle_options
         if given:
             raise NodeTypeError(f"{node.name} is a group; {', '.join(given)} apply to arrays")
         return node

@@ -340,6 +340,7 @@ class Array(Node, SpecNode, SelectionMethods):
         raw = guard.read_document(self.store, key, self.name)
         if raw == self._document_seen:
             return
+        guard.check_layout(self.store, self.path, self._metadata, raw, key, self.name)
         if guard.shape_changed(raw, key, self.shape):
             self._set_metadata(guard.stored_metadata(self.store, self.path, self._metadata,
                                                      self.name))
@@ -484,20 +485,38 @@ class Array(Node, SpecNode, SelectionMethods):
             self._resize_locked(new_shape)
             sel = tuple(slice(old[i], None) if i == axis else slice(None)
                         for i in range(self.ndim))
-            self._write_planned(self._plan(sel), data)
+            try:
+                self._write_planned(self._plan(sel), data)
+            except BaseException as exc:
+                self._shrink_back(old, exc)
+                raise
         return new_shape
+
+    def _shrink_back(self, old: tuple[int, ...], exc: BaseException) -> None:
+        """After a failed append (shape lock held): back to the shape before it, erasing what
+        was written of the new rows; left grown, they read as fill values and the next append
+        lands after them. If that fails too, the grown shape stays, noted on `exc`."""
+        try:
+            self._resize_locked(old)
+        except Exception as undo:
+            exc.add_note(f"array {self.name} keeps the shape {self.shape}: shrinking it back "
+                         f"to {old} failed too ({undo})")
 
     # -- storage ---------------------------------------------------------------------------------
     def nbytes_stored(self) -> int:
         prefix = storage.prefix_of(self.path)
         return sum(self.store.size(k) or 0 for k in self.store.list_prefix(prefix))
 
-    def nchunks_initialized(self) -> int:
+    @property
+    def nchunks_initialized(self) -> _Count:
+        """The chunks (of a sharded array, the shards) stored. A property, as in zarr-python 2
+        and 3 (a method, `a.nchunks_initialized == 4` was silently False there), that can
+        still be called as the method it was here."""
         prefix = storage.prefix_of(self.path)
         names = formats.METADATA_NAMES | (
             formats.V1_METADATA_NAMES if self.zarr_format == 1 else frozenset())
-        return sum(1 for k in self.store.list_prefix(prefix)
-                   if k[len(prefix):] not in names)
+        return _Count(sum(1 for k in self.store.list_prefix(prefix)
+                          if k[len(prefix):] not in names))
 
     @property
     def info(self) -> ArrayInfo:
@@ -510,21 +529,40 @@ class Array(Node, SpecNode, SelectionMethods):
     def with_config(self, config: dict[str, Any] | None = None, **options: Any) -> Array:
         """This array under other handle settings, zarr-python's array config (a dict or
         keywords): `write_empty_chunks`, and `order` "C" (reads are always C-ordered)."""
-        if config is not None and not isinstance(config, dict):
-            raise SpecError(f"with_config: config must be a dict; got {config!r}")
-        settings = {**(config or {}), **options}
-        unknown = sorted(set(settings) - {"write_empty_chunks", "order"})
-        if unknown:
-            raise SpecError(f"with_config: unknown settings {', '.join(unknown)}; "
-                            "write_empty_chunks and order are known")
-        if settings.get("order", "C") != "C":
-            raise SpecError(f"with_config: order must be 'C' (reads return C-ordered arrays); "
-                            f"got {settings['order']!r}")
-        write_empty = settings.get("write_empty_chunks", self.write_empty_chunks)
-        if not isinstance(write_empty, bool | np.bool_):
-            raise SpecError(f"with_config: write_empty_chunks must be True or False; got "
-                            f"{write_empty!r}")
-        return _reopen(self.store, self.path, self._metadata, self.read_only, bool(write_empty))
+        write_empty = configured_write_empty(config, options, self.write_empty_chunks,
+                                             "with_config")
+        return _reopen(self.store, self.path, self._metadata, self.read_only, write_empty)
+
+
+def configured_write_empty(config: Any, options: dict[str, Any], current: bool,
+                           what: str) -> bool:
+    """`write_empty_chunks` under zarr-python's array config (a dict or its `ArrayConfig`,
+    and keywords): `current` unless set; `order` must be "C" (reads are C-ordered)."""
+    if config is not None and not isinstance(config, dict):
+        if not hasattr(config, "write_empty_chunks"):  # zarr-python's ArrayConfig has both
+            raise SpecError(f"{what}: config must be a dict; got {config!r}")
+        config = {"write_empty_chunks": config.write_empty_chunks,
+                  "order": getattr(config, "order", "C")}
+    settings = {**(config or {}), **options}
+    unknown = sorted(set(settings) - {"write_empty_chunks", "order"})
+    if unknown:
+        raise SpecError(f"{what}: unknown settings {', '.join(unknown)}; "
+                        "write_empty_chunks and order are known")
+    if settings.get("order", "C") != "C":
+        raise SpecError(f"{what}: order must be 'C' (reads return C-ordered arrays); "
+                        f"got {settings['order']!r}")
+    write_empty = settings.get("write_empty_chunks", current)
+    if not isinstance(write_empty, bool | np.bool_):
+        raise SpecError(f"{what}: write_empty_chunks must be True or False; got "
+                        f"{write_empty!r}")
+    return bool(write_empty)
+
+
+class _Count(int):
+    """An int that calling returns (`nchunks_initialized` as a property and as a method)."""
+
+    def __call__(self) -> int:
+        return int(self)
 
 
 class _Indexer:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import formats, storage
-from .array import Array
+from .array import Array, configured_write_empty
 from .codecs.base import Codec
 from .codecs.vlen import UNENCODABLE, first_unencodable
 from .errors import (
@@ -100,6 +100,8 @@ def auto_chunks(shape: tuple[int, ...], target: int = AUTO_CHUNK_ELEMENTS) -> tu
 
 
 def _chunk_shape(chunks: Any, shape: tuple[int, ...], what: str) -> tuple[int, ...]:
+    if isinstance(chunks, bool | np.bool_):
+        return _boolean_chunks(bool(chunks), shape, what)
     if chunks is None or chunks == "auto":
         return auto_chunks(shape)
     if isinstance(chunks, int):
@@ -112,6 +114,15 @@ def _chunk_shape(chunks: Any, shape: tuple[int, ...], what: str) -> tuple[int, .
     if any(c < 1 for c in result):
         raise MetadataError(f"{what} {result} must be positive")
     return result
+
+
+def _boolean_chunks(chunks: bool, shape: tuple[int, ...], what: str) -> tuple[int, ...]:
+    """zarr-python's `chunks=True` (choose them) and `chunks=False` (one chunk); as integers
+    they were 1 (a chunk per element) and 0. `shards=False` would read as "no sharding", which
+    is `shards=None`: refused rather than made one shard."""
+    if what != "chunks":
+        raise MetadataError(f"{what}={chunks}: give a shape, 'auto', or None for no {what}")
+    return auto_chunks(shape) if chunks else tuple(max(s, 1) for s in shape)
 
 
 def dimension_names_list(value: Any, *, allow_none: bool = True) -> list[str | None]:
@@ -234,14 +245,31 @@ def _fill_json(value: Any, data_type: DataType) -> Any:
 
 
 def create_array_at(store: KvStore, path: str, shape: Any, dtype: Any = "float64", *,
-                    overwrite: bool = False, write_empty_chunks: bool = False,
+                    overwrite: bool = False, write_empty_chunks: bool | None = None,
                     zarr_format: int = 3, **kwargs: Any) -> Array:
     """Create an array at `path` in `store` (see `build_array_document` for the keywords, and
-    `creation_v2.build_v2_metadata` for those of `zarr_format=2`)."""
+    `creation_v2.build_v2_metadata` for those of `zarr_format=2`; `config` is zarr-python's
+    array config, see `take_config`)."""
     path = normalize_path(path)
+    write_empty = bool(take_config(kwargs, write_empty_chunks))
     metadata = build_metadata(path, shape, dtype, zarr_format, kwargs)
     return create_array_from_metadata(store, path, metadata, overwrite=overwrite,
-                                      write_empty_chunks=write_empty_chunks)
+                                      write_empty_chunks=write_empty)
+
+
+def take_config(kwargs: dict[str, Any], write_empty_chunks: Any) -> Any:
+    """The `write_empty_chunks` to use, popping zarr-python's `config=` (its array config:
+    `write_empty_chunks`, `order` "C") from `kwargs`; None if neither says. A config that
+    contradicts `write_empty_chunks=` is refused rather than one silently winning."""
+    if kwargs.get("config") is None:
+        kwargs.pop("config", None)
+        return write_empty_chunks
+    chosen = configured_write_empty(kwargs.pop("config"), {}, bool(write_empty_chunks),
+                                    "config")
+    if write_empty_chunks is not None and chosen != bool(write_empty_chunks):
+        raise SpecError(f"config sets write_empty_chunks={chosen}, contradicting "
+                        f"write_empty_chunks={write_empty_chunks!r}; give one of them")
+    return chosen
 
 
 def build_metadata(path: str, shape: Any, dtype: Any, zarr_format: int,
@@ -252,10 +280,23 @@ def build_metadata(path: str, shape: Any, dtype: Any, zarr_format: int,
 
         return build_v2_metadata(shape, dtype, where=storage.join(path, ".zarray"), **kwargs)
     if zarr_format == 3:
+        kwargs = _without_order(kwargs)
         _refuse_unknown(kwargs)  # v2's builder refuses its own
         doc = build_array_document(shape, dtype, **kwargs)
         return ArrayMetadataV3.from_json(doc, where=storage.metadata_key(path))
     raise MetadataError(f"arrays can be created in Zarr v2 or v3, not {zarr_format!r}")
+
+
+def _without_order(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`kwargs` less zarr-python's `order=`, which a v3 array takes without effect: its chunks
+    are stored in C order, and reads are C-ordered. "F" would promise what neither does."""
+    order = kwargs.get("order")
+    if order not in (None, "C"):
+        raise SpecError(f"order={order!r}: a Zarr v3 array stores its chunks in C order (a "
+                        "transpose codec reorders them: codecs=[{'name': 'transpose', ...}, "
+                        "...]) and reads are C-ordered; give order='C', or zarr_format=2 for "
+                        "a v2 array in F order")
+    return {k: v for k, v in kwargs.items() if k != "order"}
 
 
 def _refuse_unknown(kwargs: dict[str, Any]) -> None:
@@ -274,6 +315,7 @@ _V3_PARTS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "fill_value": lambda m, doc: doc["fill_value"],
     "dimension_names": lambda m, doc: m.dimension_names,
     "chunk_key_encoding": lambda m, doc: doc["chunk_key_encoding"],
+    "order": lambda m, doc: "C",  # the only order `_without_order` lets through
     **dict.fromkeys(("codecs", "filters", "serializer", "compressors", "index_codecs",
                      "index_location"), lambda m, doc: doc["codecs"]),
 }
@@ -357,7 +399,7 @@ def _built(path: str, shape: Any, dtype: Any, kwargs: dict[str, Any]) -> tuple[A
     """(the metadata creation keywords describe, whether empty chunks are written)."""
     kwargs = dict(kwargs)
     fmt = kwargs.pop("zarr_format", 3)
-    write_empty = bool(kwargs.pop("write_empty_chunks", False))
+    write_empty = bool(take_config(kwargs, kwargs.pop("write_empty_chunks", None)))
     kwargs.pop("overwrite", None)
     return build_metadata(path, shape, dtype, fmt, kwargs), write_empty
 

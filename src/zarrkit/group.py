@@ -249,7 +249,7 @@ class Group(Node, Mapping[str, Any]):
         node, created = self._require_array(name, self.create_array, kwargs)
         if not created:
             rest = {k: v for k, v in kwargs.items()
-                    if k not in ("zarr_format", "write_empty_chunks", "data")}
+                    if k not in ("zarr_format", "write_empty_chunks", "config", "data")}
             if not exact:
                 _check_castable(node, rest.pop("dtype", None))
             check_existing(node._metadata, node.path, rest)

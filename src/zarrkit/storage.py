@@ -101,9 +101,11 @@ def ensure_parents(store: KvStore, path: str, zarr_format: int = 3) -> None:
             raise MetadataError(
                 f"cannot create a node under {parent or '/'!r}: it is an array, not a group")
         elif formats.format_of(found.metadata) != zarr_format:
+            other = formats.format_of(found.metadata)
             raise MetadataError(
                 f"cannot create a Zarr v{zarr_format} node under {parent or '/'!r}: it is a "
-                f"v{formats.format_of(found.metadata)} group (one hierarchy, one format)")
+                f"v{other} group (one hierarchy, one format); give zarr_format={other} to "
+                "create it in the hierarchy's format")
 
 
 def delete_node(store: KvStore, path: str) -> None:

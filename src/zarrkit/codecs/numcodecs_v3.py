@@ -93,6 +93,15 @@ class _Numcodec:
         codec._check(spec)
         return codec
 
+    def _encode(self, data: Any) -> Any:
+        """`self._codec.encode`, its library's errors as CodecError: numcodecs checks some
+        settings (shuffle's elementsize against the chunk's size) only here."""
+        try:
+            return self._codec.encode(data)  # type: ignore[union-attr]
+        except Exception as e:  # noqa: BLE001 - each codec library raises its own types
+            raise CodecError(f"{self.name} codec cannot encode a chunk: {type(e).__name__}: "
+                             f"{e}") from e
+
     def _check(self, spec: ChunkSpec) -> None:
         """Refuse a configured data type that is not the data's: numcodecs would reinterpret
         the bytes of one as the other."""
@@ -104,7 +113,7 @@ class _Numcodec:
 
 class NumcodecsBytesBytes(_Numcodec, BytesBytesCodec):
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
-        return _buffer(self._codec.encode(byte_view(data)))  # type: ignore[union-attr]
+        return _buffer(self._encode(byte_view(data)))
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         return _buffer(self._codec.decode(byte_view(data)))  # type: ignore[union-attr]
@@ -123,7 +132,7 @@ class NumcodecsArrayArray(_Numcodec, ArrayArrayCodec):
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         # A copy: some filters (bitround, ...) work in place, never on the caller's data.
         given = np.array(self._ordered(array, self.encode_input), order="C")
-        return _shaped(self._codec.encode(given), self.resolve(spec))  # type: ignore[union-attr]
+        return _shaped(self._encode(given), self.resolve(spec))
 
     def decode(self, array: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         given = self._ordered(array, self.decode_input)
@@ -143,7 +152,7 @@ class NumcodecsArrayArray(_Numcodec, ArrayArrayCodec):
 
 class NumcodecsArrayBytes(_Numcodec, ArrayBytesCodec):
     def encode(self, array: np.ndarray, spec: ChunkSpec) -> Buffer:
-        return _buffer(self._codec.encode(np.ascontiguousarray(array)))  # type: ignore[union-attr]
+        return _buffer(self._encode(np.ascontiguousarray(array)))
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         return _shaped(self._codec.decode(bytes(data)), spec)  # type: ignore[union-attr]

@@ -68,11 +68,13 @@ class ZstdCodec(BytesBytesCodec):
 
     def _decode_sized(self, data: Buffer, size: int, dest: memoryview | None) -> Buffer:
         declared = frame_content_size(data)
-        if declared is not None and declared != size:
+        # RFC 8878: one frame or more; the first of several declares only its own share.
+        lone = declared is not None and _frame_end(byte_view(data)) == nbytes(data)
+        if declared is not None and (declared > size or lone and declared != size):
             raise CorruptDataError(f"zstd codec: frame declares {declared} decoded bytes, expected {size}")
-        if declared == 0:
+        if declared == 0 and lone:
             return b""  # numcodecs rejects empty frames
-        if declared is not None and _frame_end(byte_view(data)) == nbytes(data):
+        if lone:
             # One well-formed frame, nothing after it: the system's libzstd (fastest, and into
             # `dest`), else python-zstandard's one-shot decoder with a reused context (~1.3x
             # faster than numcodecs'), into memory of its own.
@@ -86,7 +88,9 @@ class ZstdCodec(BytesBytesCodec):
                 return _decompressor().decompress(data, max_output_size=size)
             except Exception as e:  # zstandard.ZstdError
                 raise CorruptDataError(f"zstd codec: invalid compressed data ({e})") from None
-        if dest is None and declared is None:
+        if declared is not None:  # several frames: numcodecs would trust the first one's size
+            return _decode_frames(data, size, dest)
+        if dest is None:
             # Without a declared size numcodecs would stream without bound; a fixed destination
             # both caps the output and makes it check the exact length.
             dest = memoryview(bytearray(size))
@@ -175,6 +179,43 @@ def _compressor(level: int, checksum: bool) -> zstandard.ZstdCompressor:
         found = cache[(level, checksum)] = zstandard.ZstdCompressor(
             level=level, write_checksum=checksum, write_content_size=True)
     return found
+
+
+def _decode_frames(data: Buffer, size: int, dest: memoryview | None) -> Buffer:
+    """Concatenated frames, which must decode to exactly `size` bytes (no more than one byte
+    beyond it is decoded: no bombs)."""
+    if not _whole_frames(byte_view(data)):  # python-zstandard's reader stops at a cut quietly
+        raise CorruptDataError("zstd codec: invalid compressed data (a frame is cut short or "
+                               "followed by other bytes)")
+    out = bytearray()
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(byte_view(data),
+                                                        read_across_frames=True) as reader:
+            while len(out) <= size and (piece := reader.read(size + 1 - len(out))):
+                out += piece
+    except zstandard.ZstdError as e:
+        raise CorruptDataError(f"zstd codec: invalid compressed data ({e})") from None
+    if len(out) != size:
+        held = f"more than {size}" if len(out) > size else len(out)
+        raise CorruptDataError(f"zstd codec: frames hold {held} decoded bytes, expected {size}")
+    if dest is None:
+        return out
+    dest[:] = out
+    return dest
+
+
+def _whole_frames(view: memoryview) -> bool:
+    """Whether `view` is a run of whole frames, zstd or skippable ones (RFC 8878 3.1)."""
+    pos = 0
+    while pos < len(view):
+        if len(view) - pos >= 8 and view[pos] & 0xF0 == 0x50 and view[pos + 1:pos + 4] == b"\x2a\x4d\x18":
+            pos += 8 + int.from_bytes(view[pos + 4:pos + 8], "little")  # a skippable frame
+            continue
+        end = _frame_end(view[pos:])
+        if end is None:
+            return False
+        pos += end
+    return pos == len(view)
 
 
 def _decompressor() -> zstandard.ZstdDecompressor:

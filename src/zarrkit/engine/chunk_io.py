@@ -1053,7 +1053,7 @@ def _whole_shard_region(sharding: ShardingCodec, sub: Plan, value: np.ndarray
     box = sub.block()
     if box is None or box[1] != sharding.chunks_per_shard:
         return None
-    region = value[box[2]]
+    region = value[(*box[2], ...)]  # `...`: a view even of 0-d object arrays, not the element
     shard_shape = tuple(n * c for n, c in zip(box[1], sharding.chunk_shape, strict=True))
     return region if region.shape == shard_shape else None
 

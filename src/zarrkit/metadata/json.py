@@ -66,12 +66,7 @@ def json_dumps(obj: Any, *, what: str = "metadata document") -> bytes:
     try:
         text = json.dumps(obj, ensure_ascii=False, **kwargs)
     except ValueError as e:
-        if not _only_read_constants(obj):
-            raise MetadataError(f"{what}: cannot be written as JSON: {e} (NaN and the infinities "
-                                "have no JSON form; strict readers, TensorStore's, JavaScript's, "
-                                "refuse documents holding them)") from None
-        kwargs["allow_nan"] = True  # each one as it was read
-        text = json.dumps(obj, ensure_ascii=False, **kwargs)
+        text = _with_read_constants(obj, kwargs, e, what)
     except (TypeError, RecursionError) as e:
         raise MetadataError(f"{what}: cannot be written as JSON: {e}") from None
     try:
@@ -79,6 +74,23 @@ def json_dumps(obj: Any, *, what: str = "metadata document") -> bytes:
     except UnicodeEncodeError:
         # Lone surrogates cannot be UTF-8 encoded, but \uXXXX escapes keep them exactly.
         return json.dumps(obj, ensure_ascii=True, **kwargs).encode("ascii")
+
+
+def _with_read_constants(obj: Any, kwargs: dict[str, Any], error: ValueError, what: str) -> str:
+    """`obj` as JSON after `error`, when its only NaNs and infinities are those read from a
+    stored document (written back as they were: `kwargs` then allows them); else MetadataError.
+    Other ValueErrors (a circular reference, an integer too long for `str`) are MetadataErrors
+    too (they were bare ValueErrors, and a cycle a RecursionError of `_only_read_constants`)."""
+    hint = ""
+    try:
+        if _only_read_constants(obj):
+            kwargs["allow_nan"] = True  # each one as it was read
+            return json.dumps(obj, ensure_ascii=False, **kwargs)
+        hint = (" (NaN and the infinities have no JSON form; strict readers, TensorStore's, "
+                "JavaScript's, refuse documents holding them)")
+    except (ValueError, RecursionError):
+        pass  # not (only) a constant at fault: `error` says what is
+    raise MetadataError(f"{what}: cannot be written as JSON: {error}{hint}") from None
 
 
 def _only_read_constants(obj: Any) -> bool:

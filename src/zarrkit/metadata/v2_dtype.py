@@ -248,6 +248,9 @@ class DataTypeV2:
                 value = value.item()
             if isinstance(value, bool | int | float):
                 return self.parse_fill_value(value, where=where)
+        if kind == "time" and (is_int(value) or isinstance(value, np.integer)):
+            # its JSON form, a count of units (as zarr-python and zarrkit's v3 types take it)
+            return self.parse_fill_value(int(value), where=where)
         if kind == "bytes" and isinstance(value, str):
             value = value.encode()  # text, as NumPy and zarr-python take it (not the base64 JSON)
         if kind in ("bytes", "raw", "struct") and isinstance(value, bytes | np.void):

@@ -356,7 +356,9 @@ _SPECIAL_FLOAT = re.compile(r"\s*[+-]?(nan|inf|infinity)\s*", re.IGNORECASE)
 def schema_fill(value: Any, kind: str, where: str = "fill_value") -> Any:
     """A schema fill value for a type of this kind as TensorStore takes one: from JSON, numbers
     for bool and bools for numbers refused; from Python, converted as numpy casts; numbers in
-    strings ("7", "nan", "-inf", "1.5") parsed; the rest (hex bits, ...) left to the type."""
+    strings ("7", "nan", "-inf", "1.5") parsed; the rest left to the type. One deliberate
+    difference: "0x7fc00001" is Zarr's float bit pattern here, where TensorStore's schema reads
+    a hexadecimal integer (2143289344.0) and its zarr3 metadata reads the bits."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     strict = isinstance(value, JsonFill)
@@ -408,7 +410,7 @@ def same_fill(a: np.ndarray, b: np.ndarray) -> bool:
 def fill_json(value: np.ndarray, dtype: str | None) -> Any:
     """TensorStore's JSON of a fill value: floats as numbers (NaN and infinities too), complex
     as [real, imag]; not Zarr's "NaN" strings and hex bits."""
-    if dtype is None or dtype in _V2_ONLY or dtype in V2_FLOAT8:
+    if dtype is None or dtype in _V2_ONLY or dtype in V2_FLOAT8 or value.dtype.hasobject:
         return np.asarray(plain_fill(value)).tolist()
     data_type = DataType.parse(dtype)
     scalar = data_type.cast_fill_value(value[()])
@@ -417,6 +419,17 @@ def fill_json(value: np.ndarray, dtype: str | None) -> Any:
     if data_type.kind == "complex":
         return [float(scalar.real), float(scalar.imag)]
     return data_type.fill_value_to_json(scalar)
+
+
+def with_json_fill(schema: Schema, value: Any) -> Schema:
+    """`schema` with a JSON fill value kept as given, not converted to its dtype: so
+    TensorStore's Spec.schema keeps a `schema` member's fill_value when the type comes from
+    elsewhere (the spec's dtype or metadata); opening converts it."""
+    value = plain_fill(value)
+    out = copy.deepcopy(schema)
+    out._fill = np.empty((), dtype=object)
+    out._fill[()] = value[()] if isinstance(value, np.ndarray) else value
+    return out
 
 
 def _fill_key(value: np.ndarray) -> Any:

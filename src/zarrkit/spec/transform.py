@@ -879,6 +879,76 @@ def layout_through(transform: IndexTransform, layout: dict[str, Any]) -> dict[st
     return out
 
 
+# The inverse direction: constraints on the array (the transform's output) seen in the view's
+# (input) space, as TensorStore's ChunkLayout and dimension units go through a spec's transform.
+# An input dimension takes the value of the one output dimension that alone reads it with a
+# nonzero stride (TensorStore's one-to-one dimensions); the others are unconstrained.
+
+
+def _one_to_one(transform: IndexTransform) -> list[tuple[int, OutputIndexMap] | None]:
+    """Per output dimension, (input dimension, map) if that input is one-to-one with it."""
+    strided = [m.input_dimension if m.method == "single_input_dimension" and m.stride else None
+               for m in transform.output]
+    arrays = {j for m in transform.output if m.method == "array"
+              for j, n in enumerate(m.index_array.shape) if n > 1}
+    return [None if j is None or strided.count(j) > 1 or j in arrays else (j, m)
+            for j, m in zip(strided, transform.output, strict=True)]
+
+
+def _vector_to_input(transform: IndexTransform, values: list[Any], image: Any) -> list[Any]:
+    out: list[Any] = [None] * transform.input_rank
+    for value, source in zip(values, _one_to_one(transform), strict=True):
+        if value is not None and source is not None:
+            out[source[0]] = image(value, source[1].offset, source[1].stride)
+    return out
+
+
+def _order_to_input(transform: IndexTransform, order: list[int]) -> list[int]:
+    """Input dimensions by the first position of an output that reads them, then unread
+    ones (TensorStore's TransformOutputDimensionOrder)."""
+    first: dict[int, int] = {}
+    for position, i in enumerate(order):
+        m = transform.output[i]
+        if m.method == "single_input_dimension" and m.stride:
+            first.setdefault(m.input_dimension, position)
+    return sorted(range(transform.input_rank), key=lambda j: (first.get(j, len(order)), j))
+
+
+_TO_INPUT = {  # (value, offset, stride) -> the input dimension's value
+    # ceil((v - off) / s), one less before dividing by a negative stride (cells end there)
+    "grid_origin": lambda v, off, s: -((off - v + (s < 0)) // s),
+    "shape": lambda v, off, s: v // math.gcd(v, s),
+    "aspect_ratio": lambda v, off, s: v / abs(s),
+}
+
+
+def _grid_to_input(transform: IndexTransform, grid: dict[str, Any]) -> dict[str, Any]:
+    return {k: v if k.startswith("elements") else _vector_to_input(
+        transform, v, _TO_INPUT[k.removesuffix("_soft_constraint")]) for k, v in grid.items()}
+
+
+def layout_to_input(transform: IndexTransform, layout: dict[str, Any]) -> dict[str, Any]:
+    """A chunk layout's JSON on the transform's output dimensions, on its input ones."""
+    if not layout.get("rank", 1) or transform.output_rank == 0:
+        return layout  # no dimensions to map (TensorStore keeps such a layout as it is)
+    out: dict[str, Any] = {}
+    for key, value in layout.items():
+        if key == "rank":
+            out[key] = transform.input_rank
+        elif key.startswith("inner_order"):
+            out[key] = _order_to_input(transform, value)
+        elif key.startswith("grid_origin"):
+            out[key] = _vector_to_input(transform, value, _TO_INPUT["grid_origin"])
+        else:
+            out[key] = _grid_to_input(transform, value)
+    return out
+
+
+def units_to_input(transform: IndexTransform, units: list[Any]) -> list[Any]:
+    """dimension_units JSON per output dimension, per input dimension (scaled by |stride|)."""
+    return _vector_to_input(transform, units, lambda u, off, s: [u[0] * abs(s), u[1]])
+
+
 # -- resolving a transform against the array's domain (TensorStore's PropagateBoundsToTransform)
 
 Bound = tuple[int, int, bool, bool]  # inclusive_min, exclusive_max, implicit lower and upper

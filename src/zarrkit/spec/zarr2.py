@@ -18,7 +18,7 @@ object types, which would need a filter.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -28,10 +28,10 @@ from ..metadata.data_type import TEXT_KINDS, DataType
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v2_dtype import DataTypeV2
 from .chunk_layout import ChunkLayout, choose_chunk_shapes
-from .schema import V2_FLOAT8, Schema, dtype_name, plain_fill, same_fill, schema_fill
-from .transform import INF
+from .schema import V2_FLOAT8, CodecSpec, Schema, dtype_name, plain_fill, same_fill, schema_fill
+from .transform import INF, INF_MAX, IndexDomain
 from .v2_compressor import DEFAULT_COMPRESSOR, check_compressor, with_defaults
-from .zarr3 import MetadataConstraints, member_ints
+from .zarr3 import MetadataConstraints, member_ints, merged_domain
 from .zarr3 import check_existing as check_layout_and_domain
 
 _MEMBERS = ("zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order",
@@ -329,6 +329,105 @@ def labels_of(schema: Schema) -> tuple[str, ...] | None:
     """The schema domain's labels, which label the opened array (a .zarray has none)."""
     domain = schema.domain
     return domain.labels if domain is not None and any(domain.labels) else None
+
+
+# -- describing a spec before it is opened --------------------------------------------------------
+# TensorStore's zarr driver spec, as zarr3.spec_*: its ranks are those of a (single) field of
+# the dtype, `full` = `chunked` (the .zarray's) + `field` (the field's own shape, none for the
+# types zarrkit names), each unknown without what fixes it; a .zarray without a dtype leaves the
+# field rank open, so that its shape and chunks alone describe nothing.
+
+_Ranks = tuple[int | None, int | None, int | None]  # full, chunked, field
+
+
+def _ranks(c: V2Constraints, s: Schema) -> _Ranks:
+    sizes = c.shape if c.shape is not None else c.chunks
+    chunked = None if sizes is None else len(sizes)
+    field = None if c.data_type is None else 0
+    full = s.rank
+    if full is None and None not in (chunked, field):
+        full = chunked + field
+    if full is not None and chunked is not None and (
+            chunked > full or field is not None and full != chunked + field):
+        raise SpecError(f"rank: {full} does not match the metadata's rank {chunked}")
+    if full is not None:
+        chunked = full - field if chunked is None and field is not None else chunked
+        field = full - chunked if field is None and chunked is not None else field
+    return full, chunked, field
+
+
+def _field_dtype(c: V2Constraints) -> str | None:
+    if c.data_type is not None and len(c.data_type.dtype.names or ()) > 1:
+        raise SpecError("metadata.dtype: a record of several fields needs a \"field\" member, "
+                        "which zarrkit does not support")
+    return None if c.data_type is None else ts_dtype(c.data_type)
+
+
+def spec_schema(c: V2Constraints, s: Schema) -> Schema:
+    """`s` with the rank and data type of the metadata's field."""
+    full, _, _ = _ranks(c, s)
+    dtype = _field_dtype(c)
+    if dtype is not None and s.dtype not in (None, dtype):
+        raise SpecError(f"metadata.dtype {c.data_type.to_json()!r} does not match dtype "
+                        f"{s.dtype!r}")
+    s = copy.deepcopy(s)
+    s.update(rank=full, dtype=dtype, where="metadata")
+    return s
+
+
+def spec_domain(c: V2Constraints, s: Schema) -> IndexDomain | None:
+    """[0, shape) with implicit upper bounds, merged with the schema's domain; just the
+    schema's while metadata and schema leave some dimension's extent open."""
+    full, chunked, field = _ranks(c, s)
+    if full is None or s.domain is None and (
+            chunked != 0 and c.shape is None or field != 0 and c.data_type is None):
+        return s.domain
+    upper = list(c.shape or ()) + [INF_MAX] * (full - len(c.shape or ()))
+    domain = IndexDomain.make(full, inclusive_min=[0] * full, exclusive_max=upper)
+    if s.domain is not None:
+        domain = merged_domain(domain, s.domain)
+    return replace(domain, implicit_lower_bounds=(False,) * full,
+                   implicit_upper_bounds=(True,) * full)
+
+
+def spec_layout(c: V2Constraints, s: Schema) -> ChunkLayout:
+    """The schema's chunk layout with grid origin 0, read and write chunks = chunks, and the
+    inner order of `order`."""
+    layout = s.chunk_layout
+    full, chunked, _ = _ranks(c, s)
+    if full is None:
+        return layout
+    members: dict[str, Any] = {"rank": full, "grid_origin": [0] * full}
+    if c.chunks is not None:
+        members["chunk_shape"] = list(c.chunks) + [None] * (full - len(c.chunks))
+    if c.order is not None and chunked is not None:
+        members["inner_order"] = list(_orders(chunked)[c.order]) + list(range(chunked, full))
+    try:
+        layout.update(**members)
+    except SpecError as exc:
+        raise SpecError(f"metadata: chunks and order conflict with schema.chunk_layout: "
+                        f"{exc}") from None
+    return layout
+
+
+def spec_codec(c: V2Constraints, s: Schema) -> CodecSpec:
+    json = {"driver": "zarr"} if c.compressor is UNSET else {"driver": "zarr",
+                                                              "compressor": c.compressor}
+    return CodecSpec(json).merge(s.codec, "schema.codec (against metadata.compressor)")
+
+
+def spec_fill(c: V2Constraints, s: Schema) -> Any:
+    """The metadata's fill value (with its dtype; null: none), else the schema's."""
+    if c.data_type is None or c.fill_value is UNSET:
+        return s.fill_value
+    if c.fill_value is None or _field_dtype(c) is None:
+        return None
+    names = c.data_type.dtype.names
+    return np.asarray(c.fill_value[names[0]] if names else c.fill_value)
+
+
+def spec_units(c: V2Constraints, s: Schema) -> Any:
+    return s.dimension_units  # a .zarray has none
 
 
 # -- checking a stored array ----------------------------------------------------------------------

@@ -10,7 +10,7 @@ do.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,7 @@ from .codec_spec import (
     with_sharding,
 )
 from .schema import CodecSpec, Schema, cast_fill, dtype_name, same_fill
-from .transform import INF, IndexDomain
+from .transform import INF, INF_MAX, IndexDomain
 from .units import UNITS_ATTRIBUTE, Units, merge_units, parse_units, stored_units
 
 _MEMBERS = ("zarr_format", "node_type", "shape", "data_type", "chunk_grid",
@@ -514,6 +514,133 @@ def schema_of(md: Any) -> Schema:
     if dtype is not None and fill is not None and not np.asarray(fill).dtype.hasobject:
         schema.update(fill_value=np.asarray(fill))
     return schema
+
+
+# -- describing a spec before it is opened ----------------------------------------------------
+# TensorStore's zarr3 driver spec: what its metadata constraints `c` and own schema `s` (the
+# spec's `schema` member, dtype and rank) say of the array without reading it. Each piece is
+# separate, as TensorStore computes (and fails) each on its own.
+
+
+def _units_constraint(c: MetadataConstraints) -> Units | None:
+    """metadata.attributes.dimension_units, which TensorStore takes for the units."""
+    value = (c.attributes or {}).get(UNITS_ATTRIBUTE)
+    if value is None:
+        return None
+    return _units_attribute(value, len(value) if isinstance(value, list) else -1)
+
+
+def metadata_rank(c: MetadataConstraints) -> int | None:
+    """The rank the metadata implies: shape, chunk_grid, dimension_names or units."""
+    rank, units = c.rank(), _units_constraint(c)
+    if units is not None and rank not in (None, len(units)):
+        raise SpecError(f"metadata.attributes.{UNITS_ATTRIBUTE}: {len(units)} units for rank "
+                        f"{rank}")
+    return len(units) if units is not None else rank
+
+
+def spec_schema(c: MetadataConstraints, s: Schema) -> Schema:
+    """`s` with the metadata's data type and, when that is given, its rank: without a data
+    type TensorStore only requires the schema to have at least the metadata's dimensions."""
+    rank = metadata_rank(c)
+    if rank is not None and s.rank is not None and (
+            s.rank < rank or c.data_type is not None and s.rank != rank):
+        raise SpecError(f"rank: {s.rank} does not match the metadata's rank {rank}")
+    s = copy.deepcopy(s)
+    if c.data_type is not None:
+        name = c.data_type.to_json()
+        if s.dtype not in (None, name):
+            raise SpecError(f"metadata.data_type {name!r} does not match dtype {s.dtype!r}")
+        s.update(dtype=name, rank=rank, where="metadata")
+    return s
+
+
+def spec_domain(c: MetadataConstraints, s: Schema) -> IndexDomain | None:
+    """[0, shape) labelled by dimension_names (if unique), merged with the schema's domain;
+    lower bounds explicit and upper bounds implicit (resizable) whatever either said."""
+    if c.shape is None and c.dimension_names is None and s.domain is None:
+        return IndexDomain.make(rank=0) if s.rank == 0 else None
+    rank = metadata_rank(c)
+    if rank is not None and s.rank not in (None, rank):
+        raise SpecError(f"metadata: rank {rank} does not match the schema's rank {s.rank}")
+    rank = s.rank if rank is None else rank
+    names = [n or "" for n in c.dimension_names or ()]
+    if len(set(filter(None, names))) != len(list(filter(None, names))):
+        names = []  # repeated names label nothing
+    domain = IndexDomain.make(rank, inclusive_min=[0] * rank, shape=c.shape,
+                              labels=names or None)
+    if s.domain is not None:
+        domain = merged_domain(domain, s.domain)
+    return replace(domain, implicit_lower_bounds=(False,) * rank,
+                   implicit_upper_bounds=(True,) * rank)
+
+
+def merged_domain(ours: IndexDomain, schema: IndexDomain) -> IndexDomain:
+    """The two merged as TensorStore merges domains: an infinite bound yields to the other only
+    when implicit (zarrkit's merge lets explicit ones yield too)."""
+    where = "metadata (against schema.domain)"
+    if ours.rank == schema.rank:
+        for i in range(ours.rank):
+            if (schema.inclusive_min[i] == -INF and not schema.implicit_lower_bounds[i]) or (
+                    schema.exclusive_max[i] == INF_MAX and not schema.implicit_upper_bounds[i]
+                    and ours.exclusive_max[i] != INF_MAX):
+                raise SpecError(f"{where}: dimension {i} bounds {schema!r} do not match "
+                                f"{ours!r}")
+    return ours.merge(schema, where)
+
+
+def _codec_layout(chain: ChainSpec, chunk_shape: tuple[int, ...] | None,
+                  rank: int) -> dict[str, Any]:
+    """The inner order (when the innermost codecs name their array -> bytes codec) and read
+    chunk shape the codecs imply (TensorStore's GetDecodedChunkLayout)."""
+    out: dict[str, Any] = {}
+    if fixes_inner_order(chain):
+        out["inner_order"] = list(inner_order(chain, rank, "metadata.codecs"))
+    read = decoded_read_shape(chain, chunk_shape, rank, "metadata.codecs")
+    if read is not None:
+        out["read_chunk_shape"] = list(read)
+    return out
+
+
+def spec_layout(c: MetadataConstraints, s: Schema) -> ChunkLayout:
+    """The schema's chunk layout with the metadata's: grid origin 0, write chunk = chunk_grid,
+    and what the codecs imply."""
+    layout = s.chunk_layout
+    rank = metadata_rank(c)
+    rank = s.rank if rank is None else rank
+    if rank is None:
+        return layout
+    members: dict[str, Any] = {"rank": rank, "grid_origin": [0] * rank}
+    if c.chunk_shape is not None:
+        members["write_chunk_shape"] = list(c.chunk_shape)
+    if c.codecs is not None:
+        members.update(_codec_layout(c.codecs, c.chunk_shape, rank))
+    try:
+        layout.update(**members)
+    except SpecError as exc:
+        raise SpecError(f"metadata: the chunk_grid and codecs conflict with "
+                        f"schema.chunk_layout: {exc}") from None
+    return layout
+
+
+def spec_codec(c: MetadataConstraints, s: Schema) -> CodecSpec:
+    codec = CodecSpec({"driver": "zarr3"} if c.codecs is None else
+                      {"driver": "zarr3", "codecs": c.codecs.to_json()})
+    return codec.merge(s.codec, "schema.codec (against metadata.codecs)")
+
+
+def spec_fill(c: MetadataConstraints, s: Schema) -> np.ndarray | None:
+    """The metadata's fill value, else the schema's (TensorStore compares them on open only)."""
+    return s.fill_value if c.fill_value is None else c.fill_value
+
+
+def spec_units(c: MetadataConstraints, s: Schema) -> Units | None:
+    units = _units_constraint(c)
+    rank = metadata_rank(c)
+    if units is None and rank is not None:
+        units = (None,) * rank
+    return merge_units(units, s.dimension_units, "schema.dimension_units (against metadata."
+                       f"attributes.{UNITS_ATTRIBUTE})")
 
 
 # -- checking a stored array against constraints ----------------------------------------------
