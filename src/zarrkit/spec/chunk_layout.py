@@ -1046,3 +1046,12 @@ def effective_chunk_layout(
     order = transpose_order(layout) or tuple(range(rank))
     return ChunkLayout(rank=rank, grid_origin=[0] * rank, inner_order=order,
                        read_chunk_shape=read_shape, write_chunk_shape=write_shape)
+
+
+def updated_layout(layout: ChunkLayout, members: dict[str, Any], what: str) -> ChunkLayout:
+    """`layout` updated with a driver metadata's `members`; a conflict names `what` gave them."""
+    try:
+        layout.update(**members)
+    except SpecError as exc:
+        raise SpecError(f"{what} conflict with schema.chunk_layout: {exc}") from None
+    return layout

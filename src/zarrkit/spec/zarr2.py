@@ -27,7 +27,7 @@ from ..errors import DataTypeError, MetadataError, SpecError
 from ..metadata.data_type import TEXT_KINDS, DataType
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v2_dtype import DataTypeV2
-from .chunk_layout import ChunkLayout, choose_chunk_shapes
+from .chunk_layout import ChunkLayout, choose_chunk_shapes, updated_layout
 from .schema import V2_FLOAT8, CodecSpec, Schema, dtype_name, plain_fill, same_fill, schema_fill
 from .transform import INF, INF_MAX, IndexDomain
 from .v2_compressor import DEFAULT_COMPRESSOR, check_compressor, with_defaults
@@ -402,12 +402,7 @@ def spec_layout(c: V2Constraints, s: Schema) -> ChunkLayout:
         members["chunk_shape"] = list(c.chunks) + [None] * (full - len(c.chunks))
     if c.order is not None and chunked is not None:
         members["inner_order"] = list(_orders(chunked)[c.order]) + list(range(chunked, full))
-    try:
-        layout.update(**members)
-    except SpecError as exc:
-        raise SpecError(f"metadata: chunks and order conflict with schema.chunk_layout: "
-                        f"{exc}") from None
-    return layout
+    return updated_layout(layout, members, "metadata: chunks and order")
 
 
 def spec_codec(c: V2Constraints, s: Schema) -> CodecSpec:

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import DataTypeError, MetadataError, SpecError
 from ..metadata.chunk_key_encoding import ChunkKeyEncoding
 from ..metadata.data_type import TEXT_KINDS, DataType
-from .chunk_layout import ChunkLayout, choose_chunk_shapes
+from .chunk_layout import ChunkLayout, choose_chunk_shapes, updated_layout
 from .codec_spec import (
     ChainSpec,
     check_inner_order,
@@ -615,12 +615,7 @@ def spec_layout(c: MetadataConstraints, s: Schema) -> ChunkLayout:
         members["write_chunk_shape"] = list(c.chunk_shape)
     if c.codecs is not None:
         members.update(_codec_layout(c.codecs, c.chunk_shape, rank))
-    try:
-        layout.update(**members)
-    except SpecError as exc:
-        raise SpecError(f"metadata: the chunk_grid and codecs conflict with "
-                        f"schema.chunk_layout: {exc}") from None
-    return layout
+    return updated_layout(layout, members, "metadata: the chunk_grid and codecs")
 
 
 def spec_codec(c: MetadataConstraints, s: Schema) -> CodecSpec:
