@@ -150,3 +150,14 @@ def test_a_replacement_in_progress_is_no_member(store):
     g["x"] = np.arange(2)
     storage.write_metadata(store, storage.STAGING + "0123", formats.new_group(3))
     assert list(g) == ["x"] and [k for k, _ in g.members()] == ["x"]
+
+
+@pytest.mark.parametrize("path", ["", "x"])
+def test_a_failed_replacement_names_the_node_not_its_staging_path(path):
+    store = MemoryStore()
+    zarrkit.array(np.arange(3), store=store, path=path)
+    with pytest.raises(zarrkit.DataTypeError, match=rf"to array /{path} of data type int32") as e:
+        zarrkit.array(np.array(["a", "b"]), store=store, path=path, dtype="int32",
+                      overwrite=True)
+    assert "replacing" not in str(e.value)
+    np.testing.assert_array_equal(zarrkit.open_array(store, path=path)[:], np.arange(3))

@@ -22,7 +22,14 @@ from .creation import (
     write_array,
 )
 from .errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
-from .group import Group, create_group_at, create_hierarchy_at, finished_node, open_node
+from .group import (
+    Group,
+    checked_use_consolidated,
+    create_group_at,
+    create_hierarchy_at,
+    finished_node,
+    open_node,
+)
 from .kvstore import close_opened, discard_opened, open_kvstore
 from .metadata.names import normalize_path
 
@@ -169,6 +176,7 @@ def _find(store: Any, path: str, mode: str, zarr_format: int | None,
           use_consolidated: bool | None) -> formats.Found | None:
     """The node to open (None: none, or mode 'w'); a node of another format than `zarr_format`
     is refused by name: neither "not found" nor a hierarchy mixing formats is what was meant."""
+    use_consolidated = checked_use_consolidated(use_consolidated)
     if mode == "w":
         return None
     found = formats.find(store, path, zarr_format, use_consolidated)
@@ -406,7 +414,7 @@ def open_consolidated(where: Any = None, mode: str = "r", **kwargs: Any) -> Grou
     """`open_group` requiring consolidated metadata (MetadataError if the group has none), so
     members are never listed from the store. Opens existing groups only: mode "a" acts as
     "r+", and "w"/"w-" are refused, since a group created now would have none."""
-    if kwargs.pop("use_consolidated", True) is not True:
+    if checked_use_consolidated(kwargs.pop("use_consolidated", True)) is not True:
         raise SpecError("open_consolidated always uses consolidated metadata; call open_group "
                         "with use_consolidated=False to do without")
     if mode in ("w", "w-"):

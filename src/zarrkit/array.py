@@ -79,7 +79,8 @@ class Array(Node, SpecNode, SelectionMethods):
             else encode
         self._engine = chunk_io.ChunkedArray(
             chunk_store(self.store, metadata, prefix), metadata.shape, metadata.chunk_shape,
-            metadata.codec_chain, metadata.effective_fill_value, key, self.write_empty_chunks,
+            metadata.codec_chain, metadata.effective_fill_value, key,
+            self.write_empty_chunks or getattr(metadata, "missing_chunks_undefined", False),
             **self._engine_options())
 
     # -- description -----------------------------------------------------------------------------

@@ -56,17 +56,19 @@ def collect(store: KvStore, root: str, zarr_format: int) -> dict[str, Any]:
     return nodes
 
 
-def consolidate_metadata(where: Any, *, path: str | None = None,
-                         storage_options: dict[str, Any] | None = None) -> Group:
+def consolidate_metadata(where: Any, path: str | None = None, zarr_format: int | None = None,
+                         *, storage_options: dict[str, Any] | None = None) -> Group:
     """Record the metadata of every node below the group at `where` (a path, URL, spec, store
-    or Group; written or refreshed). A store opened here from a path (a zip archive) is closed
-    when done; the group returned is then opened again read-only."""
+    or Group; written or refreshed), of `zarr_format` if given (zarr-python's arguments: a
+    group of another format is NodeNotFoundError). A store opened here from a path (a zip
+    archive) is closed when done; the group returned is then opened again read-only."""
+    formats.check_format(zarr_format)
     if isinstance(where, Node):  # its store and path: the store stays the caller's
         path = storage.join(where.path, normalize_path(path)) if path else where.path
         where = where.store
     store, base = open_kvstore(where, read_only=False, storage_options=storage_options)
     root = normalize_path(storage.join(base, normalize_path(path)) if path else base)
-    metadata = storage.read_node(store, root)
+    metadata = storage.read_node(store, root, zarr_format)
     if formats.is_array(metadata):
         raise NodeTypeError(f"consolidate_metadata: {root or '/'!r} is an array, not a group")
     fmt = formats.format_of(metadata)

@@ -35,7 +35,7 @@ from .errors import (
 from .info import GroupInfo
 from .kvstore import finish_opened, open_kvstore
 from .kvstore.base import KvStore
-from .metadata.consolidated import ConsolidatedView
+from .metadata.consolidated import CONSOLIDATED_KEY, ConsolidatedView
 from .metadata.data_type import DataType
 from .metadata.names import normalize_path, validate_node_name
 from .metadata.v3 import GroupMetadataV3
@@ -60,7 +60,7 @@ class Group(Node, Mapping[str, Any]):
         """The existing group at `store` (a path, URL, spec or store object)."""
         kvstore, path = open_kvstore(store)
         node = open_node(kvstore, normalize_path(path), zarr_format=formats.check_format(
-            zarr_format), use_consolidated=use_consolidated)
+            zarr_format), use_consolidated=checked_use_consolidated(use_consolidated))
         if not isinstance(node, Group):
             raise NodeTypeError(f"{node.name} is an array, not a group")
         return node
@@ -180,17 +180,23 @@ class Group(Node, Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self.keys())
 
-    def members(self, max_depth: int | None = 0) -> list[tuple[str, Array | Group]]:
+    def members(self, max_depth: int | None = 0, *,
+                use_consolidated_for_children: bool = True) -> list[tuple[str, Array | Group]]:
         """(path relative to this group, node) of the children and, as zarr-python, of the
         descendants up to `max_depth` levels below them (None: all), each group followed by
-        its own. Read from consolidated metadata, when the group was opened with it."""
+        its own. Read from consolidated metadata, when the group was opened with it; groups
+        read from the store use their own unless `use_consolidated_for_children=False`."""
         depth = _checked_depth(max_depth)
+        own = use_consolidated_for_children or self._consolidated is not None
         found: list[tuple[str, Array | Group]] = []
         for key in self.keys():
-            node = self[key]
+            node = self[key] if own else open_node(
+                self.store, self._child_path(key), read_only=self.read_only,
+                zarr_format=self.zarr_format, use_consolidated=False)
             found.append((key, node))
             if isinstance(node, Group) and depth != 0:
-                below = node.members(None if depth is None else depth - 1)
+                below = node.members(None if depth is None else depth - 1,
+                                     use_consolidated_for_children=use_consolidated_for_children)
                 found += [(f"{key}/{path}", child) for path, child in below]
         return found
 
@@ -304,6 +310,7 @@ class Group(Node, Mapping[str, Any]):
         if data is None:
             given = {k: v for k, v in (("shape", shape), ("dtype", dtype)) if v is not None}
             return self.create_array(name, **given, **kwargs)
+        _check_not_mapping(data)
         data = np.asarray(data)
         if shape is not None and parse_shape(shape, "shape") != data.shape:
             raise SpecError(f"shape={shape!r} is not the shape of the data, {data.shape}")
@@ -321,6 +328,7 @@ class Group(Node, Mapping[str, Any]):
                        dtype: Any = None) -> Array:
         """A new member holding `data`, in its data type unless `dtype` is given; with
         `overwrite`, in place of any member there, which is kept if writing fails."""
+        _check_not_mapping(data)
         data = np.asarray(data)
         dtype = data_type_of(data) if dtype is None else dtype
         if kwargs.get("overwrite"):
@@ -441,13 +449,15 @@ class Group(Node, Mapping[str, Any]):
         return self.info
 
     def tree(self, level: int | None = None) -> str:
-        """The hierarchy below this group as indented text."""
+        """The hierarchy below this group as indented text, down to `level` levels below its
+        members (zarr-python 3's meaning, as `members(max_depth=level)`: 0 shows the members
+        alone; None, everything)."""
         lines = [self.name if self.path else "/"]
-        _tree_lines(self, "", level, lines)
+        _tree_lines(self, "", _checked_depth(level, "level"), lines)
         return "\n".join(lines)
 
 
-def _checked_depth(max_depth: Any) -> int | None:
+def _checked_depth(max_depth: Any, what: str = "max_depth") -> int | None:
     if max_depth is None:
         return None
     try:
@@ -455,8 +465,30 @@ def _checked_depth(max_depth: Any) -> int | None:
     except TypeError:
         depth = -1
     if depth < 0:
-        raise SpecError(f"max_depth must be None or an integer >= 0; got {max_depth!r}")
+        raise SpecError(f"{what} must be None or an integer >= 0; got {max_depth!r}")
     return depth
+
+
+def checked_use_consolidated(value: Any) -> bool | None:
+    """`use_consolidated` as zarrkit takes it: True, False or None (use it if present);
+    zarr-python's other form, the key of v2 consolidated metadata, only as its default
+    ".zmetadata" (True). Anything else would be read as one of these by its truth value."""
+    if value is None or isinstance(value, (bool, np.bool_)):
+        return None if value is None else bool(value)
+    if isinstance(value, str) and value == CONSOLIDATED_KEY:
+        return True
+    raise SpecError(f"use_consolidated must be True, False or None (or {CONSOLIDATED_KEY!r}, "
+                    f"the only key of consolidated metadata zarrkit reads); got {value!r}")
+
+
+def _check_not_mapping(data: Any) -> None:
+    """A group or dict given as an array's data: numpy would make an array of its keys."""
+    if isinstance(data, Group):
+        raise NodeTypeError(f"{data.name} is a group, not array data; copy a group with "
+                            "zarrkit.copy or create_hierarchy")
+    if isinstance(data, Mapping):
+        raise SpecError(f"array data must be array-like, not a {type(data).__name__} "
+                        "(numpy would store its keys)")
 
 
 def _check_callable(func: Any) -> None:
@@ -481,8 +513,7 @@ def _validate_names(name: str) -> None:
 
 
 def _tree_lines(group: Group, indent: str, level: int | None, lines: list[str]) -> None:
-    if level is not None and level <= 0:
-        return
+    """The lines of `group`'s members, and of theirs `level` levels further down."""
     members = group.members()
     for i, (name, node) in enumerate(members):
         last = i == len(members) - 1
@@ -491,8 +522,9 @@ def _tree_lines(group: Group, indent: str, level: int | None, lines: list[str]) 
             lines.append(f"{indent}{branch}{name} {node.shape} {node.dtype}")
         else:
             lines.append(f"{indent}{branch}{name}")
-            _tree_lines(node, indent + ("    " if last else "│   "),
-                        None if level is None else level - 1, lines)
+            if level != 0:
+                _tree_lines(node, indent + ("    " if last else "│   "),
+                            None if level is None else level - 1, lines)
 
 
 def open_node(store: KvStore, path: str, *, read_only: bool = False,

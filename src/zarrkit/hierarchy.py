@@ -56,6 +56,8 @@ def plan(nodes: Mapping[str, Any], root: str) -> tuple[dict[str, Any], dict[str,
     if len(fmts) > 1:
         raise MetadataError(f"nodes of Zarr formats {sorted(fmts)}: one hierarchy, one format")
     fmt = fmts.pop() if fmts else 3
+    for path in given:
+        storage.check_new_path(path[len(root):].strip("/"), fmt)  # (the root is checked later)
     implied = {a: formats.new_group(fmt) for path in given for a in _ancestors(path, root)
                if a not in given}
     for path in given:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import formats
-from .errors import MetadataError, NodeNotFoundError
+from .errors import InvalidNameError, MetadataError, NodeNotFoundError, ZarrkitError
 from .kvstore.base import KvStore
 from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER, records_of
 from .metadata.json import json_dumps, json_loads
@@ -85,9 +85,29 @@ def record_consolidated(store: KvStore, path: str, metadata: NodeMetadata) -> No
     _record_consolidated(store, path, lambda: {"": metadata})
 
 
+#: Names a new node cannot have, by format: each is the key of its parent's own metadata
+#: document, so that the node's prefix ("zarr.json/") would shadow or collide with that key
+#: (a file store cannot hold both; a v2 group's ".zattrs" could never be written again).
+_DOCUMENT_NAMES = {3: frozenset({V3_METADATA_KEY}),
+                   2: frozenset({formats.ARRAY_KEY, formats.GROUP_KEY, formats.ATTRS_KEY,
+                                 CONSOLIDATED_KEY})}
+
+
+def check_new_path(path: str, zarr_format: int) -> None:
+    """InvalidNameError if a node of `zarr_format` cannot be created at `path` (or below a
+    group there) because a name on the way is a metadata document's key."""
+    for name in path.split("/") if path else []:
+        if name in _DOCUMENT_NAMES.get(zarr_format, ()):
+            raise InvalidNameError(
+                f"cannot create a Zarr v{zarr_format} node at {path!r}: {name!r} is the key of "
+                "a group's own metadata document, not a member name")
+
+
 def ensure_parents(store: KvStore, path: str, zarr_format: int = 3) -> None:
     """Create group metadata for every missing ancestor of `path` (v3 has no implicit groups,
-    and the v2 spec requires them too). Ancestors must be groups of the same format."""
+    and the v2 spec requires them too). Ancestors must be groups of the same format, and no
+    name on the way a metadata document's key (`check_new_path`)."""
+    check_new_path(path, zarr_format)
     parts = path.split("/")[:-1] if path else []
     for i in range(len(parts) + 1):
         parent = "/".join(parts[:i])
@@ -203,7 +223,7 @@ def replace_node(store: KvStore, path: str, zarr_format: int,
     token = secrets.token_hex(8)
     named = f"-{name or ROOT}" if len(name.encode()) <= _NAMED_UP_TO else ""
     staging, aside = (join(parent, kind + token + named) for kind in (STAGING, REPLACED))
-    _written_or_removed(store, staging, write)
+    _written_or_removed(store, staging, write, shown=path)
     if not path:
         _replace_root(store, staging, aside)
     elif not (named and _swap(store, path, staging, aside)):
@@ -343,12 +363,18 @@ def _finish_root(store: KvStore, staging: str, aside: str) -> str:
     return outcome
 
 
-def _written_or_removed(store: KvStore, path: str, write: Callable[[str], None]) -> None:
+def _written_or_removed(store: KvStore, path: str, write: Callable[[str], None],
+                        shown: str | None = None) -> None:
+    """`write(path)`, or nothing left at `path`; an error naming a staging `path` names the
+    node it stands for (`shown`) instead, the one the caller knows."""
     try:
         write(path)
-    except BaseException:
+    except BaseException as exc:
         delete_node(store, path)
-        raise
+        message = str(exc.args[0]) if len(exc.args) == 1 else ""
+        if shown is None or not isinstance(exc, ZarrkitError) or path not in message:
+            raise
+        raise type(exc)(message.replace(path, shown)) from exc
 
 
 # -- keeping consolidated metadata up to date ------------------------------------------------

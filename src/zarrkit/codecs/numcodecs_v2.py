@@ -67,11 +67,14 @@ def sized(config: dict[str, Any], itemsize: int) -> dict[str, Any]:
 
 
 def _buffer_view(array: np.ndarray) -> np.ndarray:
-    """`array` as unsigned integers of its item size when the buffer protocol cannot carry its
-    type (structured, raw and ml_dtypes types); compressors see the same bytes and element
-    size (blosc shuffles by it)."""
+    """`array` in a type the buffer protocol carries, with the same bytes and element size
+    (blosc shuffles by it): structured and raw types as plain void items (datetime fields have
+    no buffer format; numcodecs gives zarr-python's structured chunks the whole item size),
+    ml_dtypes types as unsigned integers of their size."""
     dtype = array.dtype
-    if dtype.kind != "V" and dtype.type.__module__ == "numpy":
+    if dtype.kind == "V":
+        return array.reshape(-1).view(f"V{dtype.itemsize}")
+    if dtype.type.__module__ == "numpy":
         return array
     width = dtype.itemsize if dtype.itemsize in (1, 2, 4, 8) else 1
     return array.reshape(-1).view(f"u{width}")

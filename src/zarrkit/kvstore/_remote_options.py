@@ -17,6 +17,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import CredentialsError, SpecError
 
@@ -106,22 +107,54 @@ def _native_skip_signature(opts: dict[str, Any]) -> None:
 def _common(opts: dict[str, Any]) -> dict[str, Any]:
     """Pull zarrkit's own options out of `opts` (in place) into RemoteOptions keywords."""
     kw: dict[str, Any] = {}
-    client = {"connect_timeout": f"{float(opts.pop('connect_timeout', 5))}s",
-              "timeout": f"{float(opts.pop('timeout', 120))}s"}
+    client = {"connect_timeout": f"{_number(opts, 'connect_timeout', 5, float)}s",
+              "timeout": f"{_number(opts, 'timeout', 120, float)}s"}
     verify = opts.pop("verify", True)  # botocore's / requests' TLS switch (s3fs client_kwargs)
     if isinstance(verify, str):
         raise SpecError(f"storage option verify={verify!r}: a CA bundle path is not supported; "
                         "give True, or False to accept any certificate")
     if not verify:
         client["allow_invalid_certificates"] = True
-    kw["max_retries"] = int(opts.pop("max_retries", 3))
-    kw["retry_timeout"] = float(opts.pop("retry_timeout", 30))
+    kw["max_retries"] = _number(opts, "max_retries", 3, int)
+    kw["retry_timeout"] = _number(opts, "retry_timeout", 30, float)
     locking = opts.pop("locking", "conditional")
     if locking not in ("conditional", "none", True, False):
         raise SpecError(f"storage option locking={locking!r}: expected 'conditional' or 'none'")
     kw["locking"] = locking in ("conditional", True)
     kw["client"] = client
     return kw
+
+
+def _number(opts: dict[str, Any], name: str, default: float, kind: type) -> Any:
+    """Pop the number option `name` (a count or seconds, >= 0): int()/float() of "x" raised
+    a bare ValueError naming neither option nor value."""
+    value = opts.pop(name, default)
+    try:
+        number = kind(value)
+    except (TypeError, ValueError, OverflowError):
+        number = None
+    fraction = kind is int and isinstance(value, float) and not value.is_integer()
+    if number is None or isinstance(value, bool) or fraction or not number >= 0:
+        what = "a whole number" if kind is int else "a number of seconds"
+        raise SpecError(f"storage option {name}={value!r}: expected {what} >= 0")
+    return number
+
+
+def _check_endpoint(opts: dict[str, Any], name: str) -> None:
+    """Refuse an endpoint that is no http(s) URL ("localhost:9000" without its scheme, a
+    typo): object_store panics on the first request signed for it, and the error read
+    "rust future panicked: unknown error"."""
+    endpoint = opts.get(name)
+    if endpoint is None:
+        return
+    try:
+        parts = urlsplit(endpoint) if isinstance(endpoint, str) else None
+        host = parts.hostname if parts is not None else None
+    except ValueError:  # "http://[::1" and the like
+        parts = host = None
+    if parts is None or parts.scheme not in ("http", "https") or not host:
+        raise SpecError(f"storage option {name}={endpoint!r}: expected an http:// or https:// "
+                        "URL with a host, such as 'http://localhost:9000'")
 
 
 def _allow_http(endpoint: Any, client: dict[str, Any]) -> None:
@@ -162,6 +195,7 @@ def s3_options(options: Mapping[str, Any] | None) -> RemoteOptions:
     if "access_key_id" not in opts and not opts.get("skip_signature") and (
             profile or not _env("AWS_ACCESS_KEY_ID")):
         opts.update(_aws_profile(profile))
+    _check_endpoint(opts, "endpoint")
     _allow_http(opts.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL"), kw["client"])
     if "endpoint" in opts and "region" not in opts and not _env("AWS_REGION",
                                                                   "AWS_DEFAULT_REGION"):
@@ -200,6 +234,7 @@ def gcs_options(options: Mapping[str, Any] | None) -> RemoteOptions:
         opts["service_account_key"] = json.dumps(dict(token))
     elif isinstance(token, str) and token not in ("google_default", "cloud", "cache"):
         opts["service_account"] = token
+    _check_endpoint(opts, "base_url")
     _allow_http(opts.get("base_url"), kw["client"])
     metadata = _flag(opts, "instance_metadata") or token in ("cloud",)
     _check_gcs_credentials(opts, metadata)
@@ -231,6 +266,7 @@ def azure_options(options: Mapping[str, Any] | None) -> RemoteOptions:
     if "skip_signature" in opts:  # given as anon
         opts["skip_signature"] = _flag(opts, "skip_signature")
     metadata = _flag(opts, "instance_metadata")
+    _check_endpoint(opts, "endpoint")
     _allow_http(opts.get("endpoint"), kw["client"])
     if not (metadata or opts.get("skip_signature") or opts.get("use_emulator") or {
             "account_key", "sas_key", "token", "client_secret", "use_azure_cli",

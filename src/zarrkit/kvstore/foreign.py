@@ -228,8 +228,13 @@ def _zarr_python_store(store: Any, read_only: bool) -> tuple[KvStore, str]:
     if kind == "FsspecStore":
         return _fsspec_store(_sync_fs(store.fs), store.path, read_only), ""
     if kind == "ObjectStore":
-        return _obstore_store(store.store, read_only), ""
+        return _zarr_object_store(store, read_only), ""
     if kind == "ZipStore":
+        if getattr(store, "_is_open", False) and getattr(store, "_zmode", "r") != "r":
+            # zarr-python has the archive open for writing: its entries so far, and its
+            # central directory, are in that object's hands until it is closed (the file
+            # itself is no readable archive yet, and a second writer would be overwritten).
+            return ZarrPythonStore(store, read_only), ""
         from .url import open_kvstore
 
         return open_kvstore(str(store.path), read_only=read_only)
@@ -244,6 +249,18 @@ def _is_zarr_python_store(where: Any) -> bool:
     """A subclass of zarr-python 3's Store defined elsewhere (icechunk's, an application's)."""
     return any(c.__module__ == "zarr.abc.store" and c.__name__ == "Store"
                for c in type(where).__mro__)
+
+
+def _zarr_object_store(store: Any, read_only: bool) -> KvStore:
+    """zarr-python's ObjectStore: zarrkit's own store for the obstore stores it drives, else
+    (obstore's MemoryStore, ...) zarr-python's methods, as for any other zarr-python store:
+    refused with a SpecError before, though zarr-python reads and writes it."""
+    from .object_store import client_kind
+
+    inner = store.store
+    if type(inner).__name__ == "LocalStore" or client_kind(inner) is not None:
+        return _obstore_store(inner, read_only)
+    return ZarrPythonStore(store, read_only)
 
 
 def _obstore_store(client: Any, read_only: bool) -> KvStore:
@@ -323,12 +340,29 @@ class ZarrPythonStore(_BatchReads):
         prototype = default_buffer_prototype()
 
         async def gather() -> list[Any]:
-            return await asyncio.gather(*(
-                self.store.get(validate_key(key), prototype, _zarr_range(rng))
-                for key, rng in requests), return_exceptions=True)
+            return await asyncio.gather(*(self._get_one(validate_key(key), rng, prototype)
+                                          for key, rng in requests), return_exceptions=True)
 
         found = self._run(gather())
         return [self._value(key, got) for (key, _), got in zip(requests, found, strict=True)]
+
+    async def _get_one(self, key: str, rng: ByteRange | None, prototype: Any) -> Any:
+        if rng is not None and rng.length == 0:
+            # No bytes wanted, only whether the key exists (`exists`, `list_dir`):
+            # zarr-python's ObjectStore refuses an empty range ("Invalid range requested").
+            return prototype.buffer.from_bytes(b"") if await self.store.exists(key) else None
+        try:
+            return await self.store.get(key, prototype, _zarr_range(rng))
+        except (FileNotFoundError, KeyError):
+            raise
+        except Exception:
+            if rng is None:
+                raise
+        # obstore's stores refuse a range starting at or past the value's end, which reads
+        # what exists there (b""): cut it from the whole value (or fail as that read does).
+        whole = await self.store.get(key, prototype)
+        return None if whole is None else \
+            prototype.buffer.from_bytes(bytes(rng.slice_of(whole.to_bytes())))
 
     def _value(self, key: str, got: Any) -> Buffer | None:
         # A key the store cannot hold is missing there: icechunk refuses all but v3's keys

@@ -303,9 +303,11 @@ class ObjectStore(KvStore):
             return self._cut(key, [byte_range])[0]
         try:
             options = {} if byte_range is None else {"range": _range_option(byte_range)}
-            return memoryview(self._obs.get(self._client, key, options=options).bytes())
+            result = self._obs.get(self._client, key, options=options)
+            value = memoryview(result.bytes())
         except Exception as exc:  # noqa: BLE001 - sorted into missing / past the end / errors
             return self._get_failed(exc, key, byte_range)
+        return self._complete(result, value, key)
 
     def _cut(self, key: str, ranges: Sequence[ByteRange | None], sign: bool = True
              ) -> list[Buffer | None]:
@@ -321,6 +323,7 @@ class ObjectStore(KvStore):
             whole = memoryview(result.bytes())
         except Exception as exc:  # noqa: BLE001
             return [self._get_failed(exc, key)] * len(ranges), None
+        whole = self._complete(result, whole, key)
         if len(whole) and sign:  # an empty value's suffix is answered whole by S3 too
             self._whole_only = True
         cut = _cut_ranges(whole, ranges)
@@ -356,7 +359,7 @@ class ObjectStore(KvStore):
                 cut, etag = self._cut_tagged(key, [byte_range], self._a_sign(byte_range))
                 return cut[0], etag
             return self._get_failed(exc, key, byte_range), None
-        return value, _strong(result.meta.get("e_tag"))
+        return self._complete(result, value, key), _strong(result.meta.get("e_tag"))
 
     def get_ranges_if(self, key: str, ranges: Sequence[ByteRange], generation: Hashable | None,
                       transient: bool = False) -> list[Buffer | None]:
@@ -419,6 +422,17 @@ class ObjectStore(KvStore):
         tag = result.meta.get("e_tag")
         if rng is None and tag and tag != etag:
             raise GenerationMismatch(f"{key!r} in {self.location.url} holds a new value")
+        return self._complete(result, value, key)
+
+    def _complete(self, result: Any, value: memoryview, key: str) -> memoryview:
+        """`value`, checked to hold all the bytes the server announced for it (its
+        Content-Range or Content-Length): object_store passes a short body on as it came, and
+        a chunk or shard index cut short must not be taken for the end of the value."""
+        start, stop = result.range
+        if len(value) != stop - start:
+            raise StoreError(f"cannot read {key!r} in {self.location.url}: the server sent "
+                             f"{len(value)} of the {stop - start} bytes it announced for "
+                             f"bytes {start}-{stop} (a truncated response)")
         return value
 
     def _get_failed(self, exc: BaseException, key: str, rng: ByteRange | None = None
@@ -482,8 +496,27 @@ class ObjectStore(KvStore):
                 raise self._fail(exc, "read", key) from None
             for i, r in bounded:
                 results[i] = await asyncio.to_thread(self.get, key, r)
+        else:
+            await self._check_short(key, bounded, results)
         for i, r in others:  # after a fallback too: left out, they would read as missing
             results[i] = await self._get_one(key, r)
+
+    async def _check_short(self, key: str, bounded: list[tuple[int, ByteRange | None]],
+                           results: list[Buffer | None]) -> None:
+        """Ranges of a coalesced request that came back short: right where the value ends
+        there (its size, asked only then, tells), else the server cut its answer short, which
+        object_store passes on as it came (and which must not read as the value's end)."""
+        short = [(i, r) for i, r in bounded
+                 if r is not None and r.length is not None and len(results[i]) < r.length]
+        if not short:
+            return
+        size = await asyncio.to_thread(self.size, key) or 0
+        for i, r in short:
+            if len(results[i]) != max(0, min(r.offset + r.length, size) - r.offset):
+                raise StoreError(f"cannot read {key!r} in {self.location.url}: the server sent "
+                                 f"{len(results[i])} bytes for bytes {r.offset}+{r.length} of "
+                                 f"its {size} (a truncated response, or the value replaced "
+                                 "meanwhile)")
 
     async def _cut_into(self, key: str, wanted: list[tuple[int, ByteRange | None]],
                         results: list[Buffer | None]) -> None:
@@ -497,12 +530,13 @@ class ObjectStore(KvStore):
         options = {} if rng is None else {"range": _range_option(rng)}
         try:
             result = await self._obs.get_async(self._client, key, options=options)
-            return memoryview(await result.bytes_async())
+            value = memoryview(await result.bytes_async())
         except Exception as exc:  # noqa: BLE001
             # In a worker thread: its fallbacks (a HEAD for a range past the end, a
             # whole GET for a range ignored) are blocking requests, which on the event loop's
             # thread stalled every request in flight, of every remote store, one after another.
             return await asyncio.to_thread(self._get_failed, exc, key, rng)
+        return self._complete(result, value, key)
 
     def _head(self, key: str) -> dict[str, Any] | None:
         try:

@@ -40,8 +40,13 @@ def _clean(path: Any, spec: Mapping[str, Any]) -> str:
 
 
 def _storage(spec: Mapping[str, Any], options: OpenOptions) -> dict[str, Any]:
-    merged = dict(spec.get("storage_options") or {})
-    merged.update(options.storage_options or {})
+    merged: dict[str, Any] = {}
+    for given in (spec.get("storage_options"), options.storage_options):
+        # Checked here, before dict() of a string ("anon") raised a bare ValueError.
+        if given is not None and not isinstance(given, Mapping):
+            raise SpecError(f"storage_options must be a dict, got {type(given).__name__} "
+                            f"{given!r}")
+        merged.update(given or {})
     return merged
 
 

@@ -173,6 +173,13 @@ class ArrayMetadataV2:
         return self._fill
 
     @property
+    def missing_chunks_undefined(self) -> bool:
+        """True for `fill_value` null: the spec leaves missing chunks undefined (zarr-python 2
+        reads them as uninitialized memory), so every chunk written must be stored, even one
+        equal to the default fill value zarrkit reads missing chunks as."""
+        return self.fill_value is None
+
+    @property
     def chunk_key_encoding(self) -> ChunkKeyEncoding:
         return ChunkKeyEncoding("v2", self.dimension_separator or ".")
 
@@ -205,9 +212,10 @@ class ArrayMetadataV2:
                                  f"{describe(filters)}")
             for i, f in enumerate(filters):
                 _codec_object(f, f"{where}: filters[{i}]")
+        shape = _tuple(doc["shape"], where, "shape")
         return cls(
-            shape=_tuple(doc["shape"], where, "shape"), chunks=_tuple(doc["chunks"], where,
-                                                                      "chunks"),
+            shape=shape, chunks=_empty_dimension_chunks(_tuple(doc["chunks"], where, "chunks"),
+                                                        shape),
             data_type=data_type, compressor=compressor,
             fill_value=_parse_fill(data_type, filters, doc["fill_value"], f"{where}: fill_value"),
             order=doc["order"], filters=filters,
@@ -282,6 +290,15 @@ def _parse_fill(data_type: DataTypeV2, filters: Any, value: Any, where: str) -> 
         except binascii.Error:
             return fill.encode()
     return fill
+
+
+def _empty_dimension_chunks(chunks: tuple[int, ...], shape: tuple[int, ...]) -> Any:
+    """`chunks` with a length of 0 for a dimension of length 0 made 1: zarr-python 2 and dask
+    write 0 there (`chunks=(None, ...)`, `to_zarr` of an empty array) and zarr-python 3 reads
+    it. Any positive length describes that empty grid; 1 is what is written back."""
+    if len(chunks) != len(shape):
+        return chunks  # reported by validation
+    return tuple(1 if c == 0 and s == 0 else c for c, s in zip(chunks, shape, strict=True))
 
 
 def _tuple(value: Any, where: str, name: str) -> Any:

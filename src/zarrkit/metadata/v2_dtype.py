@@ -248,6 +248,9 @@ class DataTypeV2:
                 value = value.item()
             if isinstance(value, bool | int | float):
                 return self.parse_fill_value(value, where=where)
+        if kind == "struct" and (is_int(value) or isinstance(value, np.integer)) and value == 0:
+            # zarr-python 2's spelling of all zeros (its default fill value for every type)
+            return self._from_bytes(b"", where, exact=False)
         if kind == "time" and (is_int(value) or isinstance(value, np.integer)):
             # its JSON form, a count of units (as zarr-python and zarrkit's v3 types take it)
             return self.parse_fill_value(int(value), where=where)
