@@ -208,3 +208,36 @@ def test_stored_zarr_json_normalized_as_tensorstore(tmp_path, metadata):
                                                          "path": str(tmp_path / "zk")}})
     chunk[...] = 1  # the normalized chain still encodes and decodes
     assert int(chunk[...].sum()) == 16
+
+
+@pytest.mark.parametrize("offset", [-1, 2, 4])
+def test_a_stride_zero_map_is_a_constant_map_as_tensorstore_normalizes_it(tmp_path, offset):
+    import numpy as np
+    kvstore = {"driver": "file", "path": str(tmp_path / "a")}
+    ts.open({"driver": "zarr3", "kvstore": kvstore, "create": True, "dtype": "int32",
+             "metadata": {"shape": [4, 5], "chunk_grid": {"name": "regular", "configuration":
+                                                           {"chunk_shape": [2, 5]}}}},
+            ).result().write(np.arange(20, dtype="int32").reshape(4, 5)).result()
+    transform = {"input_inclusive_min": [0], "input_exclusive_max": [5],
+                 "output": [{"input_dimension": 0, "stride": 0, "offset": offset},
+                            {"input_dimension": 0}]}
+    spec = {"driver": "zarr3", "kvstore": kvstore, "transform": transform}
+    results = {}
+    for lib in ("ts", "zk"):
+        try:  # -1 is refused at open, 4 (past the resizable upper bound) at read
+            opened = _open(lib, spec)
+            results[lib] = (opened.read().result().tolist(), opened.spec().to_json()["transform"])
+        except (ValueError, zarrkit.ZarrkitError) as exc:
+            assert lib == "ts" or isinstance(exc, zarrkit.ZarrkitError), exc
+            results[lib] = "refused"
+    assert results["ts"] == results["zk"]
+    assert results["zk"] == "refused" or results["zk"][1]["output"][0] == {"offset": offset}
+
+
+@pytest.mark.parametrize("member", [{"offset": "1"}, {"stride": 1.5, "input_dimension": 0},
+                                    {"offset": True}])
+def test_output_map_offsets_and_strides_must_be_integers(tmp_path, member):
+    transform = {"input_inclusive_min": [0], "input_exclusive_max": [5], "output": [member]}
+    with pytest.raises(SpecError, match=r"output\[0\]\.(offset|stride): expected an integer"):
+        zarrkit.open({"driver": "zarr3", "kvstore": {"driver": "memory"}, "transform": transform,
+                      "create": True, "dtype": "int32", "schema": {"domain": {"shape": [9]}}})

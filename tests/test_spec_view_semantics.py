@@ -218,10 +218,10 @@ def test_view_futures_can_be_awaited():
     a = zarrkit.zeros((4, 4), dtype="i4")
 
     async def main():
-        await a.view[1:3].write(np.ones((2, 4)))
+        await a.view[1:3].write(np.ones((2, 4), "i4"))
         both = await asyncio.gather(a.view[0].read(), a.view[1].read())
         with pytest.raises(zarrkit.SelectionError):
-            await a.view.write(np.ones((9, 9)))
+            await a.view.write(np.ones((9, 9), "i4"))
         return both
 
     first, second = asyncio.run(main())

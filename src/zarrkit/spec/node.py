@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import storage
 from ..engine.cache import CacheBinding
-from ..errors import SelectionError, SpecError
+from ..errors import SpecError
 from ..kvstore import MemoryStore, kvstore_spec
 from ..metadata.data_type import TEXT_KINDS
 from .chunk_layout import ChunkLayout
@@ -261,23 +261,7 @@ class SpecNode:
     def _resize_spec(self, inclusive_min: Any = None, exclusive_max: Any = None, *,
                      expand_only: bool = False, shrink_only: bool = False,
                      resize_metadata_only: bool = False) -> Any:
-        shape = list(self._metadata.shape)
-        if inclusive_min is not None and any(v not in (None, 0) for v in inclusive_min):
-            raise SelectionError(f"resize: the origin of {self.name} is 0 and cannot change "
-                                 f"(inclusive_min {list(inclusive_min)})")
-        new = _new_shape(shape, exclusive_max)
-        for i, (old, n) in enumerate(zip(shape, new, strict=True)):
-            if expand_only and n < old or shrink_only and n > old:
-                what = "expand_only" if expand_only else "shrink_only"
-                raise SelectionError(f"resize: dimension {i} from {old} to {n} violates {what}")
-        self._resize_to(tuple(new), erase=not resize_metadata_only)
+        # TensorStore's rules are those of resizing the view of the whole array.
+        self.view.resize(inclusive_min, exclusive_max, expand_only=expand_only,
+                         shrink_only=shrink_only, resize_metadata_only=resize_metadata_only)
         return self
-
-
-def _new_shape(shape: list[int], exclusive_max: Any) -> list[int]:
-    if exclusive_max is None:
-        return shape
-    values = list(exclusive_max)
-    if len(values) != len(shape):
-        raise SelectionError(f"resize: {len(values)} bounds for rank {len(shape)}")
-    return [old if v is None else int(v) for old, v in zip(shape, values, strict=True)]

@@ -381,7 +381,8 @@ class OutputIndexMap:
                                "index_array_bounds"}
         if unknown:
             raise SpecError(f"{where}: unknown member(s) {sorted(unknown)}")
-        offset, stride = int(json.get("offset", 0)), int(json.get("stride", 1))
+        offset, stride = (_integer(json.get(k, d), f"{where}.{k}")
+                          for k, d in (("offset", 0), ("stride", 1)))
         if "index_array" in json:
             array = np.asarray(json["index_array"], dtype=np.int64)
             if array.ndim != rank:
@@ -391,8 +392,15 @@ class OutputIndexMap:
             dim = json["input_dimension"]
             if not isinstance(dim, int) or not 0 <= dim < rank:
                 raise SpecError(f"{where}.input_dimension: {dim!r} is not an input dimension")
-            return cls(offset, stride, dim)
+            # A zero stride reads no input: TensorStore normalizes it to a constant map.
+            return cls(offset, stride, dim) if stride else cls(offset)
         return cls(offset)
+
+
+def _integer(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"{where}: expected an integer, got {value!r}")
+    return value
 
 
 def _constant(value: int) -> OutputIndexMap:
@@ -492,11 +500,16 @@ class IndexTransform:
         except SpecError as exc:
             raise SelectionError(str(exc)) from None
 
-    def transpose(self, axes: Sequence[int] | None = None) -> IndexTransform:
+    def transpose(self, axes: Any = None) -> IndexTransform:
         rank = self.input_rank
-        perm = list(reversed(range(rank))) if axes is None else [int(a) for a in axes]
+        if axes is None:
+            axes = list(reversed(range(rank)))
+        elif isinstance(axes, str) or not hasattr(axes, "__iter__"):
+            axes = [axes]  # one label or index, as TensorStore reads it
+        perm = [_dimension(a, self.domain, "transpose") for a in axes]
         if sorted(perm) != list(range(rank)):
-            raise SelectionError(f"transpose: {perm} is not a permutation of {rank} dimensions")
+            raise SelectionError(f"transpose: {list(axes)} is not a permutation of {rank} "
+                                 "dimensions")
         d = self.domain
         domain = IndexDomain(*(tuple(getattr(d, name)[p] for p in perm) for name in (
             "inclusive_min", "exclusive_max", "implicit_lower_bounds", "implicit_upper_bounds",
@@ -548,6 +561,22 @@ def _add(value: int, shift: int, infinite: int, exclusive: int) -> int:
         raise SelectionError(f"{value - exclusive} + {shift} is outside the valid range of "
                              f"finite indices [{-INF + 1}, {INF - 1}]")
     return value + shift
+
+
+def _dimension(value: Any, domain: IndexDomain, what: str) -> int:
+    """A dimension named as TensorStore's dimension selections name one: an index (negative
+    ones count from the end) or a label."""
+    if isinstance(value, str):
+        if value and value in domain.labels:
+            return domain.labels.index(value)
+        raise SelectionError(f"{what}: no dimension is labelled {value!r} (labels "
+                             f"{list(domain.labels)})")
+    if isinstance(value, float) or not hasattr(value, "__index__"):
+        raise SelectionError(f"{what}: {value!r} is neither a dimension index nor a label")
+    index = operator.index(value)
+    if not -domain.rank <= index < domain.rank:
+        raise SelectionError(f"{what}: dimension {index} is out of range for rank {domain.rank}")
+    return index % domain.rank
 
 
 def _per_dim(values: Any, rank: int, what: str) -> list[Any]:
@@ -653,7 +682,9 @@ def _array_terms(value: Any, group: int) -> list[tuple[Any, ...]]:
     array = np.asarray(value)
     if array.dtype == bool:
         if not array.ndim:
-            raise SelectionError("a 0-d boolean index is not supported")
+            # numpy's and TensorStore's meaning: an index array of 1 (True) or 0 (False)
+            # positions that indexes no dimension, so it adds one dimension of that size.
+            return [("bool0", np.zeros(int(array), np.int64))]
         return [("array", a.astype(np.int64), ("mask", group)) for a in np.nonzero(array)]
     if array.size == 0:
         array = array.astype(np.int64)
@@ -672,11 +703,10 @@ def _array_terms(value: Any, group: int) -> list[tuple[Any, ...]]:
 def _slice_dim(s: slice, domain: IndexDomain, j: int) -> tuple[tuple[int, int, bool, bool],
                                                                   int, int]:
     """((lo, hi, implicit_lo, implicit_hi), offset, stride) of a slice of old dimension j."""
-    step = 1 if s.step is None else int(s.step)
+    start, stop, step = (_slice_member(v, j) for v in (s.start, s.stop, s.step))
+    step = 1 if step is None else step
     if step == 0:
         raise SelectionError(f"slice step cannot be zero (dimension {j})")
-    start = None if s.start is None else int(s.start)
-    stop = None if s.stop is None else int(s.stop)
     first, last, flags = (_forward if step > 0 else _backward)(start, stop, domain, j, step)
     _check_contained(first, last, domain, j, last - first + 1)
     # The phase (which indices are hit) comes from the start; the bounds from [first, last].
@@ -691,6 +721,18 @@ def _slice_dim(s: slice, domain: IndexDomain, j: int) -> tuple[tuple[int, int, b
     if domain.inclusive_min[j] == domain.exclusive_max[j]:
         bounds = _slice_of_empty(bounds, domain, j, offset, step)
     return bounds, offset, step
+
+
+def _slice_member(value: Any, j: int) -> int | None:
+    """A slice's start, stop or step: None or an integer (`__index__`), never a float or a
+    string truncated or parsed into one (TensorStore refuses them too)."""
+    if value is None:
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise SelectionError(f"slice of dimension {j}: {value!r} is not an integer or None"
+                             ) from None
 
 
 def _strided(first: int, last: int, offset: int, step: int) -> tuple[int, int]:
@@ -1076,11 +1118,11 @@ class _Builder:
 
 def _selection_transform(domain: IndexDomain, selection: Any, mode: str) -> IndexTransform:
     terms = _normalize_terms(selection, domain.rank, mode)
-    arrays = [t for t in terms if t[0] == "array"]
+    arrays = [t for t in terms if t[0] in ("array", "bool0")]
     if mode == "outer":
         return _outer(domain, terms)
     broadcast = _broadcast([t[1] for t in arrays])
-    positions = [i for i, t in enumerate(terms) if t[0] == "array"]
+    positions = [i for i, t in enumerate(terms) if t[0] in ("array", "bool0")]
     adjacent = bool(positions) and positions[-1] - positions[0] + 1 == len(positions)
     front = mode == "vectorized" or not adjacent
     return _numpy_like(domain, terms, broadcast, front)
@@ -1112,6 +1154,10 @@ def _numpy_like(domain: IndexDomain, terms: list[tuple[Any, ...]], broadcast: li
         kind = term[0]
         if kind == "new":
             b.new_dim(0, 1, True, True, "")
+            continue
+        if kind == "bool0":  # broadcast with the index arrays, but indexes no dimension
+            first = place_arrays() if first is None else first
+            k += 1
             continue
         if kind == "array":
             if first is None:
@@ -1148,6 +1194,9 @@ def _outer(domain: IndexDomain, terms: list[tuple[Any, ...]]) -> IndexTransform:
     for term in terms:
         if term[0] == "new":
             b.new_dim(0, 1, True, True, "")
+            continue
+        if term[0] == "bool0":
+            b.new_dim(0, term[1].size, False, False, "")
             continue
         if term[0] == "array":
             array, group = term[1], term[2]

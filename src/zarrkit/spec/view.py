@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import operator
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -172,18 +173,53 @@ class View:
     def transpose(self, axes: Any = None) -> View:
         return self._with(self.transform.transpose(axes))
 
+    def resize(self, inclusive_min: Any = None, exclusive_max: Any = None, *,
+               expand_only: bool = False, shrink_only: bool = False,
+               resize_metadata_only: bool = False) -> View:
+        """TensorStore's resize through this view: the new bounds (None: unchanged) of the
+        view's dimensions change the array's shape; returns the view with its bounds
+        resolved against the new shape."""
+        refresh = getattr(self.base, "_before_view_io", None)
+        if refresh is not None:
+            refresh()
+        transform = _resolve_bounds(self.transform, tuple(self.base.shape))
+        new_shape = resized_shape(transform, tuple(self.base.shape), inclusive_min,
+                                  exclusive_max)
+        if new_shape is not None:
+            _check_direction(tuple(self.base.shape), new_shape, expand_only, shrink_only)
+            self.base._resize_to(new_shape, erase=not resize_metadata_only)
+        return View(self.base, _resolve_bounds(self.transform, tuple(self.base.shape)))
+
     # -- data --------------------------------------------------------------------------------
     def read(self) -> ViewFuture:
         """A future of the values (`.result()`, or `await` it)."""
         return _submit(read_view, self.base, self.transform)
 
     def write(self, value: Any) -> ViewFuture:
-        value = np.asarray(value)  # taken now: the caller may reuse its buffer afterwards
+        value = _as_written(value, self.base)  # a copy: the caller may reuse its buffer
         return _submit(write_view, self.base, self.transform, value)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return as_numpy(lambda: read_view(self.base, self.transform), dtype, copy,
                         f"view of {self.base.name}")
+
+
+def _as_written(value: Any, base: Any) -> np.ndarray:
+    """A written value in the array's data type, as TensorStore converts it: a numpy array
+    only if it casts safely (no values lost: float64 into int32, int64 into float32 and so
+    on are DataTypeError), other objects as the eager `a[...] = value` converts them (an
+    out-of-range Python integer is refused, never wrapped)."""
+    dtype = base.dtype
+    if isinstance(value, np.ndarray):
+        if not np.can_cast(value.dtype, dtype, "safe"):
+            raise DataTypeError(f"cannot write an array of data type {value.dtype} to "
+                                f"array {base.name} of data type {dtype}: its values may "
+                                "not be representable (cast them first, e.g. with .astype)")
+        return value.astype(dtype)
+    convert = getattr(base, "_as_values", None)
+    values = np.asarray(value, dtype=dtype) if convert is None else convert(value)
+    # A conversion may still view the caller's buffer (a memoryview, an __array__ object).
+    return values if values.base is None else np.array(values)
 
 
 def as_numpy(read: Callable[[], np.ndarray], dtype: Any, copy: Any, what: str) -> np.ndarray:
@@ -271,6 +307,90 @@ def _units_through(units: Units, transform: IndexTransform) -> Units:
         out.append(None if unit is None else Unit(
             unit.multiplier * abs(transform.output[i].stride), unit.base_unit))
     return tuple(out)
+
+
+# -- resizing --------------------------------------------------------------------------------
+
+
+def _requested(values: Any, rank: int, what: str) -> list[int | None]:
+    """Per dimension, a new bound (an integer) or None (unchanged)."""
+    if values is None:
+        return [None] * rank
+    try:
+        values = list(values)
+    except TypeError:
+        raise SelectionError(f"resize: {what} must be a sequence of integers or None, got "
+                             f"{values!r}") from None
+    if len(values) != rank:
+        raise SelectionError(f"resize: {what} has {len(values)} values for rank {rank}")
+    for v in values:
+        if v is not None and (isinstance(v, bool | float) or not hasattr(v, "__index__")):
+            raise SelectionError(f"resize: {what} value {v!r} is not an integer or None")
+    values = [None if v is None else operator.index(v) for v in values]
+    for v in values:
+        if v is not None and not -INF <= v <= INF_MAX:
+            raise SelectionError(f"resize: {what} value {v} is outside [-inf, +inf] "
+                                 f"([{-INF}, {INF_MAX}])")
+    return values
+
+
+def resized_shape(transform: IndexTransform, shape: tuple[int, ...], inclusive_min: Any,
+                  exclusive_max: Any) -> tuple[int, ...] | None:
+    """The array's shape after resizing `transform`'s domain, as TensorStore allows it: only
+    implicit bounds change, and only if the array's other elements all stay in the view
+    (unit strides, no constant or index array maps, nothing cut off) since the resize
+    would change them too. None: nothing is resized."""
+    d = transform.domain
+    lo = _requested(inclusive_min, d.rank, "inclusive_min")
+    hi = _requested(exclusive_max, d.rank, "exclusive_max")
+    for j in range(d.rank):
+        for value, implicit, side in ((lo[j], d.implicit_lower_bounds, "lower"),
+                                      (hi[j], d.implicit_upper_bounds, "upper")):
+            if value is not None and not implicit[j]:
+                raise SelectionError(f"resize: the {side} bound of dimension {j} of the view "
+                                     f"is explicit and cannot change (domain {d!r})")
+    new_lo = [d.inclusive_min[j] if v is None else v for j, v in enumerate(lo)]
+    new_hi = [d.exclusive_max[j] if v is None else v for j, v in enumerate(hi)]
+    for j, (a, b) in enumerate(zip(new_lo, new_hi, strict=True)):
+        if b < a:  # TensorStore would store a negative shape
+            raise SelectionError(f"resize: dimension {j} of the view would be [{a}, {b}), "
+                                 "which ends before it starts")
+    read = {m.input_dimension for m in transform.output if m.method == "single_input_dimension"}
+    if all(lo[j] is None and hi[j] is None for j in read):
+        return None  # TensorStore leaves the array alone (a new axis is not stored)
+    changed = {j for j in read if lo[j] is not None or hi[j] is not None}
+    return tuple(_output_extent(m, i, size, new_lo, new_hi, changed)
+                 for i, (m, size) in enumerate(zip(transform.output, shape, strict=True)))
+
+
+def _output_extent(m: OutputIndexMap, i: int, size: int, lo: list[int], hi: list[int],
+                   changed: set[int]) -> int:
+    """Array dimension i's new size, from the view's new input bounds [lo, hi) (those of
+    the input dimensions not `changed` must cover all of it)."""
+    if m.method == "constant" and (m.offset, size) == (0, 1):
+        return size  # the view holds all of it, as it holds all of a strided dimension
+    if m.method != "single_input_dimension" or abs(m.stride) != 1:
+        what = "an index array" if m.method == "array" else (
+            f"the constant index {m.offset}" if m.method == "constant"
+            else f"stride {m.stride}")
+        raise SelectionError(f"resize: array dimension {i} is read with {what}; resizing "
+                             "the view would change elements outside it")
+    a, b = lo[m.input_dimension], hi[m.input_dimension]
+    first, stop = (m.offset + a, m.offset + b) if m.stride == 1 else \
+        (m.offset - b + 1, m.offset - a + 1)
+    if first != 0 or m.input_dimension not in changed and stop != size:
+        raise SelectionError(f"resize: the view would cover [{first}, {stop}) of array "
+                             f"dimension {i} (size {size}), not all of it; resizing the view "
+                             "would change elements outside it")
+    return min(stop, INF_MAX)  # an infinite bound stays infinite, as TensorStore stores it
+
+
+def _check_direction(old: tuple[int, ...], new: tuple[int, ...], expand_only: bool,
+                     shrink_only: bool) -> None:
+    for i, (o, n) in enumerate(zip(old, new, strict=True)):
+        if expand_only and n < o or shrink_only and n > o:
+            what = "expand_only" if expand_only else "shrink_only"
+            raise SelectionError(f"resize: dimension {i} from {o} to {n} violates {what}")
 
 
 # -- execution -------------------------------------------------------------------------------
