@@ -533,3 +533,15 @@ def test_opened_spec(tmp_path: Path, name: str, view: str) -> None:
             assert isinstance(got, tuple) and got[0] == "error", (accessor, got)
         else:
             assert got == expected, accessor
+
+
+def test_spec_accessors_refuse_a_key_encoding_the_separator_contradicts():
+    base = {"driver": "zarr", "kvstore": {"driver": "memory"}, "key_encoding": "/",
+            "metadata": {"shape": [4], "chunks": [2], "dtype": "<i4"}}
+    assert zarrkit.Spec(base).schema.domain.shape == (4,)
+    bad = {**base, "metadata": {**base["metadata"], "dimension_separator": "."}}
+    for accessor in ("schema", "domain", "chunk_layout", "codec"):
+        with pytest.raises(SpecError, match="key_encoding: '/' does not match"):
+            getattr(zarrkit.Spec(bad), accessor)
+    with pytest.raises(SpecError, match="key_encoding: expected '.' or '/'"):
+        _ = zarrkit.Spec({**base, "key_encoding": "-"}).schema

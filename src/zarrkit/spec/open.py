@@ -237,16 +237,12 @@ class _Driver:
     constraints: Callable[[dict[str, Any]], Any]  # spec -> the metadata constraints
 
 
-def _zarr3_constraints(json: dict[str, Any]) -> MetadataConstraints:
-    return MetadataConstraints.from_json(json.get("metadata"))
-
-
 def _no_check(json: dict[str, Any]) -> None:
     """Driver "zarr3" members are checked by `check_driver`."""
 
 
 _ZARR3 = _Driver(3, V3_KEY, new_metadata, check_existing, ArrayMetadataV3.from_json, _no_check,
-                 _zarr3_constraints)
+                 MetadataConstraints.from_spec)
 
 
 def _open_or_create(store: Any, path: str, mode: _Mode, driver: _Driver, constraints: Any,
@@ -313,21 +309,8 @@ def _zarr2_members(json: dict[str, Any]) -> None:
         raise SpecError(f"spec: unknown member(s) {sorted(unknown)} for driver 'zarr'")
 
 
-def _zarr2_constraints(json: dict[str, Any]) -> V2Constraints:
-    metadata = json.get("metadata")
-    if json.get("key_encoding", ".") not in (".", "/"):
-        raise SpecError(f"key_encoding: expected '.' or '/', got {json['key_encoding']!r}")
-    if "key_encoding" in json and isinstance(metadata or {}, dict):
-        given = (metadata or {}).get("dimension_separator", json["key_encoding"])
-        if given != json["key_encoding"]:  # TensorStore refuses the two disagreeing
-            raise SpecError(f"key_encoding: {json['key_encoding']!r} does not match "
-                            f"metadata.dimension_separator {given!r}")
-        metadata = {**(metadata or {}), "dimension_separator": given}
-    return V2Constraints.from_json(metadata)
-
-
 _ZARR2 = _Driver(2, ARRAY_KEY, new_zarray, check_zarr2, ArrayMetadataV2.from_json,
-                 _zarr2_members, _zarr2_constraints)
+                 _zarr2_members, V2Constraints.from_spec)
 
 
 # -- unpickling ------------------------------------------------------------------------------

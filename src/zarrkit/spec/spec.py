@@ -31,8 +31,8 @@ from .units import Units, parse_units, units_json
 DRIVERS = ("zarr3", "zarr")
 # Each driver's metadata constraints and its spec_* descriptions of them (zarr3.py, zarr2.py).
 _DRIVERS: dict[str, Any] = {"zarr3": zarr3, "zarr": zarr2}
-_CONSTRAINTS = {"zarr3": zarr3.MetadataConstraints.from_json,
-                "zarr": zarr2.V2Constraints.from_json}
+_CONSTRAINTS = {"zarr3": zarr3.MetadataConstraints.from_spec,
+                "zarr": zarr2.V2Constraints.from_spec}
 
 #: Members TensorStore accepts for the zarr3 driver.
 ZARR3_MEMBERS = frozenset({
@@ -105,7 +105,7 @@ class Spec:
                                 f"{transform.input_rank}")
             rank = transform.output_rank  # the driver's dimensions are the transform's outputs
         own.update(rank=rank, where="transform" if transform is not None else "spec")
-        constraints = _CONSTRAINTS[self.driver](json.get("metadata"))
+        constraints = _CONSTRAINTS[self.driver](json)
         driver = _DRIVERS[self.driver]
         own = driver.spec_schema(constraints, own)
         return driver, constraints, own if fill is None else with_json_fill(own, fill)

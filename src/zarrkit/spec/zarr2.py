@@ -82,6 +82,23 @@ class V2Constraints:
                             f"{where}.shape {list(c.shape)}")
         return c
 
+    @classmethod
+    def from_spec(cls, json: dict[str, Any]) -> V2Constraints:
+        """The constraints of a "zarr" spec: its `metadata`, with TensorStore's older spelling
+        of dimension_separator, `key_encoding`, which must then agree with it."""
+        metadata, encoding = json.get("metadata"), json.get("key_encoding")
+        if encoding is None:
+            return cls.from_json(metadata)
+        if encoding not in (".", "/"):
+            raise SpecError(f"key_encoding: expected '.' or '/', got {encoding!r}")
+        if isinstance(metadata or {}, dict):
+            given = (metadata or {}).get("dimension_separator", encoding)
+            if given != encoding:  # TensorStore refuses the two disagreeing
+                raise SpecError(f"key_encoding: {encoding!r} does not match "
+                                f"metadata.dimension_separator {given!r}")
+            metadata = {**(metadata or {}), "dimension_separator": given}
+        return cls.from_json(metadata)
+
 
 def _choice(json: dict[str, Any], name: str, allowed: tuple[str, ...], where: str) -> str | None:
     value = json.get(name)

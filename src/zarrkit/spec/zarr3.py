@@ -57,6 +57,11 @@ class MetadataConstraints:
     json: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
+    def from_spec(cls, json: dict[str, Any]) -> MetadataConstraints:
+        """The constraints of a "zarr3" spec: its `metadata`."""
+        return cls.from_json(json.get("metadata"))
+
+    @classmethod
     def from_json(cls, json: Any, where: str = "metadata") -> MetadataConstraints:
         if json is None:
             return cls()
