@@ -189,3 +189,18 @@ def test_a_node_of_the_other_format_is_named(tmp_path, have, want, kind):
             zarrkit.open_group(tmp_path, mode=mode, zarr_format=want)
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing added
     assert zarrkit.open(tmp_path, mode="r", zarr_format=have) is not None
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"zarr_format": 2, "compressor": {"id": "zlib", "level": 99}},
+    {"zarr_format": 2, "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 7}},
+    {"zarr_format": 2, "compressor": {"id": "bz2", "level": 0}},
+    {"zarr_format": 2, "dtype": str, "compressor": {"id": "lzma", "preset": 99}},
+    {"compressors": [{"name": "numcodecs.zlib", "configuration": {"level": 99}}]},
+    {"shards": (4,), "compressors": [{"name": "numcodecs.bz2", "configuration": {"level": 0}}]},
+])
+def test_compressor_settings_numcodecs_refuses_are_refused_before_anything_is_stored(kwargs):
+    store: dict = {}
+    with pytest.raises(zarrkit.CodecError, match="cannot encode"):
+        zarrkit.create(store=store, shape=(4,), chunks=(2,), **{"dtype": "i4", **kwargs})
+    assert store == {}

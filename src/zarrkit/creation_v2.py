@@ -134,10 +134,12 @@ def build_v2_metadata(shape: Any, dtype: Any, *, chunks: Any = None,
     given = None if fill_value is DEFAULT_FILL else fill_value
     data_type, filter_list = _data_type(dtype, filter_list, given)
     fill = data_type.default_fill_value() if fill_value is DEFAULT_FILL else fill_value
-    return ArrayMetadataV2(
+    metadata = ArrayMetadataV2(
         shape=shape_t, chunks=_chunk_shape(chunks, shape_t, "chunks"), data_type=data_type,
         compressor=_compressor(compressor, compressors), fill_value=fill, order=order,
         filters=filter_list or None,
         dimension_separator=_separator(dimension_separator, chunk_key_encoding),
         attributes=_attributes(attributes, dimension_names, len(shape_t), where),
         where=where)
+    metadata.codec_chain.array_bytes.check_compressor()  # before anything is stored
+    return metadata

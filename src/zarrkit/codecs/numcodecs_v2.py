@@ -147,6 +147,15 @@ class V2ChunkCodec(ArrayBytesCodec):
             return data
         return memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
 
+    def check_compressor(self) -> None:
+        """CodecError now if the compressor's settings are ones it refuses (zlib level 99,
+        blosc shuffle 7): numcodecs checks most of them only when encoding, and an array
+        created with them would take no write at all."""
+        if self.compressor is not None:
+            sample = np.zeros(16, "u1") if self.stored.hasobject else \
+                _buffer_view(np.zeros(4, self.stored))
+            self._encode(self.compressor, self.compressor_json, sample)
+
     def check_values(self, values: np.ndarray, what: str = "a chunk") -> None:
         """Raise CodecError naming the first element of `values` (`what`) that the object codec
         (vlen-utf8 or vlen-bytes, first among the filters) would refuse, so that a write fails

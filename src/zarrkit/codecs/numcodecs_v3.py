@@ -112,6 +112,11 @@ class _Numcodec:
 
 
 class NumcodecsBytesBytes(_Numcodec, BytesBytesCodec):
+    def check_settings(self) -> None:
+        """CodecError now if numcodecs refuses the settings (zlib level 99, bz2 level 0),
+        which it checks only when encoding: an array created with them takes no write."""
+        self._encode(bytes(16))
+
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         return _buffer(self._encode(byte_view(data)))
 
@@ -217,3 +222,14 @@ for _id in CHECKSUMS:
     _register(NumcodecsChecksum, _id)
 for _id in ("pcodec", "zfpy"):
     _register(NumcodecsArrayBytes, _id)
+
+
+def check_settings(codecs: Any) -> None:
+    """`check_settings` of every numcodecs bytes-to-bytes codec in `codecs`, those of a
+    sharding codec's inner chunks and index included."""
+    for codec in codecs:
+        if isinstance(codec, NumcodecsBytesBytes):
+            codec.check_settings()
+        check_settings(getattr(codec, "codecs", ()))
+        check_settings(getattr(codec, "index_codecs", ()))
+
