@@ -204,3 +204,21 @@ def test_compressor_settings_numcodecs_refuses_are_refused_before_anything_is_st
     with pytest.raises(zarrkit.CodecError, match="cannot encode"):
         zarrkit.create(store=store, shape=(4,), chunks=(2,), **{"dtype": "i4", **kwargs})
     assert store == {}
+
+
+@pytest.mark.parametrize(("dtype", "codec"), [("<U2", "vlen-utf8"), ("i4", "json2"),
+                                              ("S3", "vlen-bytes")])
+def test_v2_object_codecs_in_front_of_other_types_are_refused(dtype, codec):
+    store: dict = {}
+    with pytest.raises(zarrkit.CodecError, match=f"'{codec}' stores object"):
+        zarrkit.create(store=store, shape=(2,), dtype=dtype, zarr_format=2,
+                       filters=[{"id": codec}])
+    assert store == {}
+
+
+def test_v2_categorize_of_fixed_length_text_is_kept():
+    import numcodecs
+    a = zarrkit.create(store={}, shape=(3,), dtype="<U2", zarr_format=2, fill_value="a",
+                       filters=[numcodecs.Categorize(["a", "bb"], dtype="<U2")])
+    a[...] = ["bb", "a", "bb"]
+    assert a[:].tolist() == ["bb", "a", "bb"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -134,6 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     except ZarrkitError as e:
         print(f"zarrkit: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`zarrkit tree x | head`): no traceback
+        # Python flushes stdout again at exit, which would fail (and print) once more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what shells report for a command killed by it
+    except KeyboardInterrupt:
+        print("zarrkit: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT
 
 
 if __name__ == "__main__":

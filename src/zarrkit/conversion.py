@@ -240,6 +240,7 @@ def _plan_nodes(nodes: list[tuple[str, Array | Group]], root: str, zarr_format: 
                 chunks: Any, shards: Any, codecs: Any) -> list[tuple[str, Array | Group, Any]]:
     """(path, source node, target array metadata or None for a group) of every node: built
     before anything is written or deleted, so a refusal leaves the destination as it was."""
+    _check_ranks([n.ndim for _, n in nodes if isinstance(n, Array)], chunks, shards)
     planned: list[tuple[str, Array | Group, Any]] = []
     for rel, node in nodes:
         path = storage.join(root, rel) if rel else root
@@ -247,6 +248,15 @@ def _plan_nodes(nodes: list[tuple[str, Array | Group]], root: str, zarr_format: 
             if isinstance(node, Array) else None
         planned.append((path, node, md))
     return planned
+
+
+def _check_ranks(ranks: list[int], chunks: Any, shards: Any) -> None:
+    """A chunk or shard shape that fits no array at all is a mistake (`--chunks 64` for 2-d
+    arrays), not a setting for arrays of another rank: refused rather than silently ignored."""
+    for name, shape in (("chunks", chunks), ("shards", shards)):
+        if shape is not None and ranks and not any(_fits(shape, r) for r in ranks):
+            raise SpecError(f"convert: {name}={tuple(shape)} has {len(tuple(shape))} "
+                            f"dimension(s), but the arrays have {sorted(set(ranks))}")
 
 
 def _create_nodes(planned: list[tuple[str, Array | Group, Any]], store: Any,

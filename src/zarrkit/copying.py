@@ -157,15 +157,79 @@ def _copy_array(source: Any, dest: Group | None, name: str, existing: Any,
     fill = getattr(source, "fillvalue", getattr(source, "fill_value", None))  # h5py's, zarr's
     if not isinstance(source, Array) and fill is not None and "fill_value" not in kws:
         kws["fill_value"] = fill
-    copied = from_array(dest.store, data=source, name=storage.join(dest.path, name),
+    names = _dimension_names(source)
+    if names and "dimension_names" not in kws and (dest.zarr_format == 3 or None not in names):
+        kws["dimension_names"] = names  # (v2: the _ARRAY_DIMENSIONS attribute, all named)
+    copied = from_array(dest.store, data=_text_view(source, kws),
+                        name=storage.join(dest.path, name),
                         zarr_format=dest.zarr_format, **kws)
     if not state.without_attrs:
         copied.attrs.update(_attributes(source))
 
 
+def _text_view(source: Any, kws: dict[str, Any]) -> Any:
+    """An h5py dataset of variable-length strings (netCDF-4's `string` variables) read as text,
+    not as the bytes h5py returns: Zarr's string type (vlen-utf8), as h5netcdf reads them."""
+    if not _is_h5py(source):
+        return source
+    import h5py
+
+    info = h5py.check_string_dtype(source.dtype)
+    if info is None or info.length is not None:  # not text, or fixed-length bytes (`S<n>`)
+        return source
+    kws.setdefault("chunks", source.chunks or "keep")  # the view has no chunks of its own
+    kws["fill_value"] = _text(kws.get("fill_value")) or ""
+    return source.asstr()
+
+
 def _attributes(node: Any) -> dict[str, Any]:
-    """A node's attributes as JSON values (h5py's are numpy values)."""
-    return {str(k): _json_value(v) for k, v in dict(getattr(node, "attrs", {})).items()}
+    """A node's attributes as JSON values (h5py's are numpy values), without HDF5's
+    dimension-scale bookkeeping (see `_HIDDEN`)."""
+    attrs = dict(getattr(node, "attrs", {}))
+    if _is_h5py(node):
+        hidden = _HIDDEN | ({"CLASS", "NAME"} if _text(attrs.get("CLASS")) == "DIMENSION_SCALE"
+                            else set())
+        attrs = {k: v for k, v in attrs.items() if k not in hidden}
+        if _is_netcdf4(node):  # netCDF has no scalar attributes: length 1 is a scalar there
+            attrs = {k: v[0] if isinstance(v, np.ndarray) and v.shape == (1,) else v
+                     for k, v in attrs.items()}
+    return {str(k): _json_value(v) for k, v in attrs.items()}
+
+
+def _is_netcdf4(node: Any) -> bool:
+    """Whether an h5py node is in a netCDF-4 file (netCDF-C and h5netcdf mark the root)."""
+    return "_NCProperties" in node.file.attrs
+
+
+#: HDF5 dimension scales' object references (which JSON cannot hold: netCDF-4 files have them
+#: on every variable) and netCDF-4's internal dimension ids; the copy has dimension names
+#: instead. h5netcdf hides the same attributes.
+_HIDDEN = frozenset({"DIMENSION_LIST", "REFERENCE_LIST", "_Netcdf4Dimid", "_Netcdf4Coordinates"})
+
+
+def _is_h5py(node: Any) -> bool:
+    return type(node).__module__.startswith("h5py")
+
+
+def _text(value: Any) -> Any:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _dimension_names(source: Any) -> list[str | None] | None:
+    """An h5py dataset's dimension names, as netCDF-4 and h5netcdf see them: the name of the
+    dimension scale attached to each dimension (a scale names its own), else its label."""
+    if not _is_h5py(source) or not source.ndim:
+        return None
+    names: list[str | None] = []
+    for dim in source.dims:
+        scales = dim.values()
+        if scales:
+            names.append(scales[0].name.rpartition("/")[2])
+        elif source.is_scale and source.ndim == 1:
+            names.append(source.name.rpartition("/")[2])
+        else:
+            names.append(dim.label or None)
+    return names if any(names) else None
 
 
 def _json_value(value: Any) -> Any:

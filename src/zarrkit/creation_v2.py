@@ -74,10 +74,23 @@ def _data_type(dtype: Any, filters: list[dict[str, Any]],
     """Variable-length strings become `|O` with zarr-python's object codec in front."""
     object_codec = _object_codec(dtype, fill_value)
     if object_codec is None:
-        return DataTypeV2.from_numpy(dtype), filters
+        data_type = DataTypeV2.from_numpy(dtype)
+        _refuse_object_filters(data_type, filters)
+        return data_type, filters
     if not any(f["id"] in OBJECT_CODECS for f in filters):
         filters = [{"id": object_codec}, *filters]
     return DataTypeV2(np.dtype(object)), filters
+
+
+def _refuse_object_filters(data_type: DataTypeV2, filters: list[dict[str, Any]]) -> None:
+    """An object codec stores object ('|O') arrays; in front of another type its chunks would
+    decode to objects that type cannot take back (zarr-python refuses it too). Categorize,
+    which maps fixed-length text to integers, is the exception."""
+    found = [f["id"] for f in filters if f["id"] in OBJECT_CODECS - {"categorize"}]
+    if found and not data_type.dtype.hasobject:
+        raise CodecError(f"filters: {found[0]!r} stores object ('|O') arrays, not "
+                         f"{data_type.to_json()!r} ones; give dtype=str (or object) for "
+                         "variable-length values, or leave the filter out")
 
 
 def _separator(dimension_separator: str | None, chunk_key_encoding: Any) -> str:

@@ -16,10 +16,11 @@ import numpy as np
 
 from . import api, formats, storage
 from .array import Array
+from .codecs.numcodecs_v2 import OBJECT_CODECS
 from .consolidated import consolidate_metadata
 from .creation import build_metadata, create_array_from_metadata
-from .errors import SpecError, ZarrkitError
-from .group import Group, finished_after, finished_node
+from .errors import NodeNotFoundError, NodeTypeError, SpecError, ZarrkitError
+from .group import Group, finished_after, finished_node, open_node
 from .kvstore import open_kvstore
 from .metadata.json import storable_attributes
 from .metadata.names import normalize_path, validate_node_name
@@ -28,6 +29,9 @@ DIMENSIONS_ATTRIBUTE = "_ARRAY_DIMENSIONS"
 #: Encoding keys passed on to `create`; xarray's own (e.g. "preferred_chunks") are dropped.
 _CREATE_KEYS = ("chunks", "shards", "compressors", "filters", "serializer", "codecs",
                 "chunk_key_encoding", "write_empty_chunks")
+#: CF encoding keys xarray's own coders consume (as `ds.to_zarr(encoding=...)` takes them).
+_CF_KEYS = ("dtype", "_FillValue", "missing_value", "scale_factor", "add_offset", "units",
+            "calendar", "_Unsigned")
 
 
 def _json_attr(value: Any) -> Any:
@@ -53,8 +57,30 @@ def _fill_value(var: Any, attrs: dict[str, Any], zarr_format: int) -> Any:
     return fill
 
 
-def _create_keywords(var: Any, user: dict[str, Any]) -> dict[str, Any]:
-    merged = {k: v for k, v in var.encoding.items() if k in _CREATE_KEYS}
+def _inherited(encoding: dict[str, Any], zarr_format: int) -> dict[str, Any]:
+    """The creation keywords in a variable's encoding. Codecs (and shards) a Zarr reader put
+    there (with `preferred_chunks`; from v3 with a `serializer`) are kept only into the same
+    format, else the target's defaults: neither format takes the other's codecs. Object codecs
+    (vlen-utf8, ...) are dropped: xarray writes strings as fixed-length or v3 string types."""
+    kept = {k: v for k, v in encoding.items() if k in _CREATE_KEYS}
+    read = "preferred_chunks" in encoding and "compressors" in encoding
+    source_format = 3 if "serializer" in encoding else 2 if read else None
+    if source_format not in (None, zarr_format):
+        for key in ("compressors", "filters", "serializer"):
+            kept.pop(key, None)
+    if zarr_format == 2:
+        kept.pop("shards", None)  # v2 has no sharding: the chunks are kept
+    if kept.get("filters"):
+        kept["filters"] = [f for f in kept["filters"] if _codec_id(f) not in OBJECT_CODECS]
+    return kept
+
+
+def _codec_id(codec: Any) -> Any:
+    return codec.get("id") if isinstance(codec, dict) else getattr(codec, "codec_id", None)
+
+
+def _create_keywords(var: Any, user: dict[str, Any], zarr_format: int) -> dict[str, Any]:
+    merged = _inherited(var.encoding, zarr_format)
     merged.update({k: v for k, v in user.items() if k != "fill_value"})
     if "chunks" not in merged and var.chunks is not None:  # a dask-backed variable
         merged["chunks"] = tuple(c[0] if c else 1 for c in var.chunks)
@@ -97,7 +123,7 @@ def _variable_metadata(path: str, var: Any, user: dict[str, Any],
     attrs = {k: _json_attr(v) for k, v in var.attrs.items()}
     fill = _fill_value(var, attrs, zarr_format)  # also encodes or drops the _FillValue attribute
     fill = user.get("fill_value", fill)
-    kwargs = _create_keywords(var, user)
+    kwargs = _create_keywords(var, user, zarr_format)
     write_empty = bool(kwargs.pop("write_empty_chunks", False))
     if zarr_format == 2:
         attrs[DIMENSIONS_ATTRIBUTE] = list(var.dims)
@@ -140,13 +166,14 @@ def _plan_dataset(group_path: str, ds: Any, encoding: dict[str, Any],
     planned = []
     for name, var in variables.items():
         user = dict(encoding.get(name, {}))
-        unknown = set(user) - set(_CREATE_KEYS) - {"fill_value", "dtype"}
+        unknown = set(user) - set(_CREATE_KEYS) - set(_CF_KEYS) - {"fill_value"}
         if unknown:
             raise SpecError(f"variable {name!r}: unsupported encoding {sorted(unknown)} "
-                            f"(supported: {', '.join(_CREATE_KEYS)}, fill_value, dtype)")
-        if "dtype" in user:
+                            f"(supported: {', '.join(_CREATE_KEYS + _CF_KEYS)}, fill_value)")
+        cf = {k: user.pop(k) for k in _CF_KEYS if k in user}
+        if cf:  # for xarray's CF coders, in encode_zarr_variable
             var = var.copy(deep=False)
-            var.encoding["dtype"] = user.pop("dtype")
+            var.encoding.update(cf)
         planned.append(_plan_variable(group_path, str(name), var, user, zarr_format))
     return group_attrs, planned
 
@@ -195,13 +222,27 @@ def to_zarr(data: Any, where: Any = None, *, group: str | None = None, mode: str
         node_group = root.require_group(path) if path else root
         pending += _write_node(node_group, attrs, planned, compute)
     if consolidated:
-        root = consolidate_metadata(store, path=root.path)
+        root = _consolidate(store, normalize_path(base), root)
     if pending and not compute:
         import dask
 
         # The store is finished (a zip archive written) once the pending writes are done.
         return dask.delayed(finished_after)(pending, root, where, storage_options)
     return finished_node(root, where, storage_options=storage_options)
+
+
+def _consolidate(store: Any, base: str, written: Group) -> Group:
+    """Consolidated metadata at the store's root (`where` itself), as xarray writes it and
+    `xr.open_zarr(..., group=...)` reads it, also when a `group` below it was written; at the
+    written group when the root is no group of the same format."""
+    if written.path != base:
+        try:
+            consolidate_metadata(store, path=base, zarr_format=written.zarr_format)
+        except (NodeNotFoundError, NodeTypeError):
+            pass
+        else:
+            return open_node(store, written.path, zarr_format=written.zarr_format)
+    return consolidate_metadata(store, path=written.path)
 
 
 def _tree_items(tree: Any) -> list[tuple[str, Any]]:

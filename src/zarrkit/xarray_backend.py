@@ -22,7 +22,7 @@ from xarray.core.variable import Variable
 
 from . import api
 from .array import Array
-from .errors import MetadataError
+from .errors import MetadataError, NodeNotFoundError, NodeTypeError
 from .group import Group
 from .kvstore.base import KvStore
 
@@ -81,14 +81,28 @@ def _fill_value_attribute(array: Array, attributes: dict[str, Any],
         attributes["_FillValue"] = FillValueCoder.decode(attributes["_FillValue"], array.dtype)
 
 
+def _codec_encoding(array: Array) -> dict[str, Any]:
+    """The codecs, as xarray's own zarr engine puts them in the encoding, so that writing the
+    dataset again keeps them. v3 codecs as their JSON documents, which zarrkit's and
+    zarr-python's writers both take; v2's are numcodecs objects already."""
+    def doc(codec: Any) -> Any:
+        return codec.to_json() if hasattr(codec, "to_json") else codec
+
+    encoding = {"compressors": tuple(doc(c) for c in array.compressors),
+                "filters": tuple(doc(c) for c in array.filters or ())}
+    if array.zarr_format == 3:
+        encoding["serializer"] = doc(array.serializer)
+    return encoding
+
+
 def variable(array: Array) -> Variable:
     dims = dimensions(array)
     attributes = {k: v for k, v in array.attrs.items() if k != DIMENSIONS_ATTRIBUTE}
     chunks = tuple(array.chunks)
     encoding: dict[str, Any] = {"chunks": chunks, "preferred_chunks": dict(zip(dims, chunks,
                                                                                strict=True))}
-    if array.shards is not None:
-        encoding["shards"] = tuple(array.shards)
+    encoding["shards"] = tuple(array.shards) if array.shards is not None else None
+    encoding.update(_codec_encoding(array))
     _fill_value_attribute(array, attributes, encoding)
     data = indexing.LazilyIndexedArray(ZarrkitArrayWrapper(array))
     return Variable(dims, data, attributes, encoding)
@@ -122,8 +136,19 @@ def _open_group(where: Any, group: str | None, consolidated: bool | None,
                 storage_options: dict[str, Any] | None, zarr_format: int | None) -> Group:
     if isinstance(where, os.PathLike):
         where = os.fspath(where)
-    return api.open_group(where, mode="r", path=group, zarr_format=zarr_format,
-                          use_consolidated=consolidated, storage_options=storage_options)
+
+    def at(path: str | None) -> Group:
+        return api.open_group(where, mode="r", path=path, zarr_format=zarr_format,
+                              use_consolidated=consolidated, storage_options=storage_options)
+
+    group = (group or "").strip("/") or None
+    if group is None or consolidated is False:
+        return at(group)
+    try:  # xarray's convention: consolidated metadata at the store's root, for all groups
+        node = at(None)[group]
+    except (MetadataError, NodeNotFoundError, NodeTypeError, KeyError):
+        return at(group)  # none there (or no root group): the group's own, if any
+    return node if isinstance(node, Group) else at(group)
 
 
 def _walk(group: Group, path: str = "/") -> Iterator[tuple[str, Group]]:
