@@ -73,8 +73,7 @@ class BloscCodec(BytesBytesCodec):
     def evolve(self, spec: ChunkSpec) -> BloscCodec:
         if self.shuffle is not None and (self.typesize is not None or self.shuffle == "noshuffle"):
             return self  # complete (typesize does not matter without shuffling)
-        # c-blosc ignores type sizes above 255 (and TensorStore rejects them), so fall back to 1.
-        typesize = self.typesize or (spec.dtype.itemsize if spec.dtype.itemsize <= 255 else 1)
+        typesize = self.typesize or _default_typesize(spec.dtype)
         shuffle = self.shuffle or ("bitshuffle" if typesize == 1 else "shuffle")
         return BloscCodec(self.cname, self.clevel, shuffle, typesize, self.blocksize)
 
@@ -145,6 +144,13 @@ class BloscCodec(BytesBytesCodec):
         if _cblosc.decompress(src, address(out), size) != size:
             raise CorruptDataError("blosc codec: invalid compressed data (c-blosc could not decode it)")
         return out
+
+
+def _default_typesize(dtype: Any) -> int:
+    # Variable-length values (object dtype) reach blosc as a byte stream, so the itemsize of
+    # numpy's pointers means nothing there: 1, as zarr-python records. c-blosc ignores type
+    # sizes above 255 (and TensorStore rejects them), so those fall back to 1 too.
+    return 1 if dtype.kind in "OT" or dtype.itemsize > 255 else dtype.itemsize
 
 
 def _given(key: str, value: Any) -> dict[str, Any]:
