@@ -17,11 +17,14 @@ from .codecs.chain import CodecChain
 from .codecs.numcodecs_v2 import V2ChunkCodec
 from .engine import chunk_io
 from .errors import (
+    CastOverflowError,
+    CastTypeError,
     DataTypeError,
     NodeTypeError,
     NotSupportedError,
     ReadOnlyError,
-    SelectionError,
+    SelectionTypeError,
+    SelectionValueError,
     SpecError,
 )
 from .indexing import (
@@ -37,7 +40,7 @@ from .kvstore.base import KvStore
 from .metadata.names import normalize_path
 from .metadata.v3 import ArrayMetadataV3
 from .node import Node
-from .selection_methods import SelectionMethods
+from .selection_methods import SelectionMethods, pop_fields
 from .spec.node import SpecNode
 from .spec.view import as_numpy
 from .v2_chunk_keys import chunk_store
@@ -124,8 +127,8 @@ class Array(Node, SpecNode, SelectionMethods):
         try:
             first, stop, _ = slice(start, end).indices(self.shape[0])
         except TypeError:
-            raise SelectionError(f"islice takes integers or None, not {start!r} and {end!r}"
-                                 ) from None
+            raise SelectionTypeError(f"islice takes integers or None, not {start!r} and {end!r}"
+                                     ) from None
         return self._rows(first, stop)
 
     def _rows(self, first: int, stop: int) -> Iterator[Any]:
@@ -258,6 +261,9 @@ class Array(Node, SpecNode, SelectionMethods):
 
     # -- reading and writing -------------------------------------------------------------------
     def __getitem__(self, selection: Any) -> Any:
+        fields, selection = pop_fields(selection, self.dtype)
+        if fields is not None:  # numpy's a["x"], zarr-python's a[0:2, "x"]
+            return self._get(lambda into: self._read_into(selection, into), None, fields, None)
         return self._read_into(selection, None)
 
     def _read_into(self, selection: Any, out: np.ndarray | None) -> Any:
@@ -268,6 +274,10 @@ class Array(Node, SpecNode, SelectionMethods):
         return self._read(self._plan(selection), out)
 
     def __setitem__(self, selection: Any, value: Any) -> None:
+        fields, selection = pop_fields(selection, self.dtype)
+        if fields is not None:
+            self._set(self, selection, value, fields, None)
+            return
         self._write(lambda: self._plan(selection), value)
 
     def _plan(self, selection: Any) -> Plan:
@@ -315,9 +325,11 @@ class Array(Node, SpecNode, SelectionMethods):
             values = np.asarray(value) if structured else np.asarray(value, dtype=target.dtype)
             values = _fitted(values, target.shape)
             target[...] = values
+        except SelectionValueError:  # the value's shape, not its data type (a ValueError too)
+            raise
         except (TypeError, ValueError, OverflowError) as e:
-            raise DataTypeError(f"cannot write {_short(value)} to the fields {names} of array "
-                                f"{self.name}: {e}") from None
+            raise _cast_error(e)(f"cannot write {_short(value)} to the fields {names} of array "
+                                 f"{self.name}: {e}") from None
         return records
 
     def _as_values(self, value: Any) -> np.ndarray:
@@ -325,13 +337,14 @@ class Array(Node, SpecNode, SelectionMethods):
         objects (so a tuple is one structured element and an out-of-range integer is an error,
         not wrapped; numpy's scalars as their Python values, as numpy takes them: an int64 of
         70000 or a NaN into int16 is an error too), unsafely from arrays."""
+        given = value
         if isinstance(value, np.number) and self.dtype.kind in "iu":
             value = value.item()
         try:
             return np.asarray(value, dtype=self.dtype)
         except (TypeError, ValueError, OverflowError) as e:
-            raise DataTypeError(f"cannot write {_short(value)} to array {self.name} of data type "
-                                f"{self.dtype}: {e}") from None
+            raise _cast_error(e)(f"cannot write {_short(given)} to array {self.name} of data "
+                                 f"type {self.dtype}: {e}") from None
 
     def _follow_resize(self) -> None:
         """Adopt the stored metadata when another handle has changed the shape."""
@@ -385,8 +398,8 @@ class Array(Node, SpecNode, SelectionMethods):
             # operator.index, not int: 2.9 or "3" is refused, never truncated (data is erased)
             new_shape = tuple(operator.index(s) for s in items)
         except TypeError:
-            raise SelectionError(f"cannot resize array {self.name} to {shape!r}: expected "
-                                 "integers") from None
+            raise SelectionTypeError(f"cannot resize array {self.name} to {shape!r}: expected "
+                                     "integers") from None
         self._resize_to(new_shape)
         return None
 
@@ -407,8 +420,8 @@ class Array(Node, SpecNode, SelectionMethods):
         """Resize while holding the exclusive shape lock, from the stored shape (`erase`:
         delete the data outside the new shape)."""
         if len(new_shape) != self.ndim or any(s < 0 for s in new_shape):
-            raise SelectionError(f"cannot resize array {self.name} of rank {self.ndim} "
-                                 f"to {new_shape}")
+            raise SelectionValueError(f"cannot resize array {self.name} of rank {self.ndim} "
+                                      f"to {new_shape}")
         if erase:
             self._erase_outside(new_shape)
         with self.store.lock(storage.metadata_key(self.path)):
@@ -472,16 +485,16 @@ class Array(Node, SpecNode, SelectionMethods):
         self._check_writable()
         data = self._as_values(data)
         if data.ndim != self.ndim or not -self.ndim <= axis < self.ndim:
-            raise SelectionError(f"cannot append {data.ndim}-d data to {self.ndim}-d array "
-                                 f"{self.name} along axis {axis}")
+            raise SelectionValueError(f"cannot append {data.ndim}-d data to {self.ndim}-d array "
+                                      f"{self.name} along axis {axis}")
         axis = axis + self.ndim if axis < 0 else axis
         with self.store.lock(guard.shape_lock_key(self.path)):
             self._adopt_stored_metadata()
             old = self.shape
             for i in range(self.ndim):
                 if i != axis and data.shape[i] != old[i]:
-                    raise SelectionError(f"cannot append data of shape {data.shape} to array "
-                                         f"of shape {old} along axis {axis}")
+                    raise SelectionValueError(f"cannot append data of shape {data.shape} to array "
+                                              f"of shape {old} along axis {axis}")
             new_shape = tuple(o + data.shape[i] if i == axis else o for i, o in enumerate(old))
             self._resize_locked(new_shape)
             sel = tuple(slice(old[i], None) if i == axis else slice(None)
@@ -572,6 +585,10 @@ class _Indexer:
         self._planner = planner
 
     def __getitem__(self, selection: Any) -> Any:
+        fields, selection = pop_fields(selection, self._array.dtype)
+        if fields is not None:  # zarr-python's a.oindex[[0, 2], "x"]
+            return self._array._get(lambda into: self._read_into(selection, into), None,
+                                    fields, None)
         return self._read_into(selection, None)
 
     def _read_into(self, selection: Any, out: np.ndarray | None) -> Any:
@@ -582,6 +599,10 @@ class _Indexer:
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         a = self._array
+        fields, selection = pop_fields(selection, a.dtype)
+        if fields is not None:
+            a._set(self, selection, value, fields, None)
+            return
         a._write(lambda: self._planner(selection, a.shape, a.chunks), value)
 
     def _set_fields(self, selection: Any, value: Any, names: list[str]) -> None:
@@ -599,10 +620,19 @@ def _fitted(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         fits = np.broadcast_shapes(value.shape, shape) == shape
     except ValueError:
         fits = False
-    if not fits:
-        raise SelectionError(f"cannot write a value of shape {value.shape} into a selection "
-                             f"of shape {shape}")
+    if not fits:  # a ValueError too, as numpy's and zarr-python's
+        raise SelectionValueError(f"cannot write a value of shape {value.shape} into a selection "
+                                  f"of shape {shape}")
     return value
+
+
+def _cast_error(e: Exception) -> type[DataTypeError]:
+    """The error for a value the data type cannot take, of numpy's kind for it (`e`): a
+    TypeError (a complex into a float array), an OverflowError (300 into uint8), else a
+    ValueError ("abc" into int)."""
+    if isinstance(e, OverflowError):
+        return CastOverflowError
+    return CastTypeError if isinstance(e, TypeError) else DataTypeError
 
 
 def _short(value: Any) -> str:

@@ -18,6 +18,16 @@ class DataTypeError(MetadataError):
     """A data type or fill value is invalid or not supported."""
 
 
+class CastTypeError(DataTypeError, TypeError):
+    """A value of a kind the array's data type cannot hold (a complex number into a float or
+    integer array): a TypeError, as numpy and zarr-python raise."""
+
+
+class CastOverflowError(DataTypeError, OverflowError):
+    """A value outside the range of the array's integer data type (300 into uint8, inf into
+    int32): an OverflowError, as numpy and zarr-python raise."""
+
+
 class CodecError(MetadataError):
     """A codec name or configuration is invalid or not supported."""
 
@@ -51,6 +61,16 @@ class InvalidNameError(ZarrkitError, ValueError):
 
 class SelectionError(ZarrkitError, IndexError):
     """An index or selection is invalid or out of bounds for the array."""
+
+
+class SelectionTypeError(SelectionError, TypeError):
+    """An index of the wrong type where numpy raises TypeError (a float slice bound)."""
+
+
+class SelectionValueError(SelectionError, ValueError):
+    """A selection, value or shape of the right kind but a wrong value, where numpy and
+    zarr-python raise ValueError: a zero slice step, a value that does not broadcast to the
+    selection, appended data or a new shape that does not fit the array."""
 
 
 class CopyRequiredError(ZarrkitError, ValueError):

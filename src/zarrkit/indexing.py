@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import SelectionError
+from .errors import SelectionError, SelectionTypeError, SelectionValueError
 
 
 class ChunkProjection(NamedTuple):
@@ -73,11 +73,11 @@ def _normalize_int(index: Any, size: int, axis: int) -> int:
 def _slice_indices(sl: slice, size: int, axis: int) -> tuple[int, int, int]:
     try:
         return sl.indices(size)
-    except TypeError:  # a float or string bound
-        raise SelectionError(f"invalid slice {sl!r} for axis {axis}: bounds and step must be "
-                             "integers or None") from None
-    except ValueError:  # only a zero step gets here: a non-integer fails with TypeError first
-        raise SelectionError(f"slice step cannot be zero (axis {axis})") from None
+    except TypeError:  # a float or string bound: a TypeError, as numpy's
+        raise SelectionTypeError(f"invalid slice {sl!r} for axis {axis}: bounds and step "
+                                 "must be integers or None") from None
+    except ValueError:  # only a zero step (a ValueError, as numpy's): others fail TypeError first
+        raise SelectionValueError(f"slice step cannot be zero (axis {axis})") from None
 
 
 def _slice_dim(sl: slice, size: int, chunk: int, axis: int) -> _Dim:
@@ -158,7 +158,7 @@ def _as_int_index(index: Any, size: int, axis: int) -> np.ndarray:
             raise SelectionError(
                 f"boolean index for axis {axis} has shape {arr.shape}, expected ({size},)")
         return np.flatnonzero(arr)
-    if not np.issubdtype(arr.dtype, np.integer):
+    if arr.dtype.kind not in "iu":  # (not issubdtype(np.integer): timedelta64 would pass)
         raise SelectionError(f"index for axis {axis} must be integers or booleans, got {arr.dtype}")
     if arr.size == 0:
         return arr.astype(np.intp).reshape(arr.shape)
@@ -394,7 +394,8 @@ def _other_index(s: Any) -> bool:
 
 
 def is_int(x: Any) -> bool:
-    return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
+    # np.timedelta64 subclasses np.signedinteger, yet numpy takes no duration as an index
+    return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_ | np.timedelta64)
 
 
 def basic_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> Plan:

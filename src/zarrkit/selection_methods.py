@@ -139,6 +139,31 @@ class BlockIndexer:
 
 # -- selection checks -------------------------------------------------------------------------
 
+def pop_fields(selection: Any, dtype: np.dtype) -> tuple[Fields | None, Any]:
+    """The field names in a selection (numpy's `a["x"]` and `a[["x", "y"]]`, zarr-python's
+    `a[0:2, "x"]`: strings anywhere in it, or a list of them) and the selection without them.
+    Only of a structured data type: elsewhere a string is an index the indexers refuse."""
+    if dtype.names is None:
+        return None, selection
+    if isinstance(selection, str):
+        return selection, ()
+    if isinstance(selection, list) and selection and all(isinstance(s, str) for s in selection):
+        return selection, ()
+    # (a cheap test first: this runs on every `a[...]`)
+    if type(selection) is not tuple or not any(isinstance(s, str | list) for s in selection):
+        return None, selection
+    names = [s for s in selection if isinstance(s, str) or _names(s)]
+    if not names:
+        return None, selection
+    if len(names) > 1:
+        raise SelectionError(f"a selection names its fields once, got {names}")
+    return names[0], tuple(s for s in selection if s is not names[0])
+
+
+def _names(s: Any) -> bool:
+    return isinstance(s, list) and bool(s) and all(isinstance(n, str) for n in s)
+
+
 def _basic(selection: Any) -> tuple[Any, ...]:
     sel = as_tuple(selection)
     for s in sel:
