@@ -40,6 +40,8 @@ from .consolidated import consolidate_metadata
 from .conversion import convert, from_array, upgrade_metadata
 from .copying import copy, copy_all, copy_store
 from .errors import (
+    CastOverflowError,
+    CastTypeError,
     ChecksumError,
     CodecError,
     CopyRequiredError,
@@ -57,6 +59,8 @@ from .errors import (
     PermissionDeniedError,
     ReadOnlyError,
     SelectionError,
+    SelectionTypeError,
+    SelectionValueError,
     SpecError,
     StoreError,
     StoreUnreachableError,
@@ -80,7 +84,8 @@ __all__ = [
     "open_like", "from_array", "create_hierarchy", "copy", "copy_all", "copy_store",
     "ZarrkitError", "MetadataError", "DataTypeError",
     "CodecError", "CorruptDataError", "ChecksumError", "NodeNotFoundError", "NodeExistsError",
-    "NodeTypeError", "InvalidNameError", "SelectionError", "StoreError", "InvalidKeyError", "InvalidValueError",
+    "NodeTypeError", "InvalidNameError", "SelectionError", "SelectionTypeError", "SelectionValueError",
+    "CastTypeError", "CastOverflowError", "StoreError", "InvalidKeyError", "InvalidValueError",
     "ReadOnlyError", "SpecError", "CopyRequiredError",
     "consolidate_metadata", "convert", "upgrade_metadata",
     "CredentialsError", "NotSupportedError", "PermissionDeniedError", "StoreUnreachableError",
