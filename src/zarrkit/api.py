@@ -126,6 +126,10 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
 
         if mode == "r":
             kwargs.setdefault("read_only", True)
+        elif mode in ("w", "w-"):  # the modes' documented meaning, in TensorStore's terms
+            kwargs.setdefault("create", True)
+            if mode == "w":
+                kwargs.setdefault("delete_existing", True)
         return open_spec(where, **kwargs)
     zarr_format = formats.check_format(kwargs.pop("zarr_format", None))
     use_consolidated = kwargs.pop("use_consolidated", None)

@@ -31,7 +31,7 @@ class CachePool:
 
     def __init__(self, json: Any, where: str) -> None:
         json = _object(json, where, {"total_bytes_limit"})
-        limit = json.get("total_bytes_limit", 0)
+        limit = _integer(json.get("total_bytes_limit", 0))
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise SpecError(f"{where}.total_bytes_limit: expected a non-negative integer, got "
                             f"{limit!r}")
@@ -48,7 +48,7 @@ class ConcurrencyLimit:
 
     def __init__(self, json: Any, where: str) -> None:
         json = _object(json, where, {"limit"})
-        limit = json.get("limit", "shared")
+        limit = _integer(json.get("limit", "shared"))
         if limit != "shared" and (isinstance(limit, bool) or not isinstance(limit, int)
                                   or limit < 1):
             raise SpecError(f"{where}.limit: expected a positive integer or \"shared\", got "
@@ -67,6 +67,13 @@ class _Passive:
 
     def to_json(self) -> Any:
         return copy.deepcopy(self.json)
+
+
+def _integer(value: Any) -> Any:
+    """An integral float (10.0) as its int, as TensorStore's JSON integers accept it."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _object(json: Any, where: str, members: set[str]) -> dict[str, Any]:
@@ -146,7 +153,10 @@ class Context:
             return found
         if name in self._json:
             value = self._json[name]
-            if isinstance(value, str):  # an alias of another resource
+            if isinstance(value, str):  # an alias of another resource, of the same kind
+                if _kind(value, where) != _kind(name, where):
+                    raise SpecError(f"{where}: context resource {name!r} refers to {value!r}, "
+                                    "a resource of another kind")
                 resource = self._named(value, where, seen | {name})
             else:
                 resource = _make(_kind(name, where), value, f"context.{name}")

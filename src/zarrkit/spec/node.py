@@ -8,6 +8,7 @@ revalidation bounds.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from dataclasses import dataclass, field
@@ -15,9 +16,10 @@ from typing import Any
 
 from .. import storage
 from ..engine.cache import CacheBinding
-from ..errors import SpecError
+from ..errors import MetadataError, SpecError
 from ..kvstore import MemoryStore, kvstore_spec
 from ..metadata.data_type import TEXT_KINDS
+from ..metadata.json import json_dumps
 from .chunk_layout import ChunkLayout
 from .context import CachePool, Context
 from .schema import CodecSpec, Schema, dtype_name
@@ -54,6 +56,9 @@ class OpenState:
     #: Bounds on concurrent codec/copy tasks and file I/O (semaphores); None: unbounded.
     copy_limit: Any = None
     io_limit: Any = None
+    #: The spec's own resource members ("cache_pool": "cache_pool#a" or an inline object):
+    #: a spec retaining the context must name the same resources, or it reopens without them.
+    resources: dict[str, Any] = field(default_factory=dict)
 
     def min_time(self) -> Any:
         """When cached data must have been read to be served (None: never serve)."""
@@ -92,6 +97,16 @@ def store_identity(store: Any) -> Any:
     if isinstance(store, MemoryStore):
         return ("memory", id(store._data))
     return (type(store).__name__, repr(sorted(store.to_json().items())))
+
+
+def decoding_identity(md: Any) -> str:
+    """What decides how stored chunks decode: the metadata without its shape (a resize keeps
+    every chunk valid), attributes and names. Cached chunks are keyed by it, so arrays with
+    other metadata at the same keys (replaced by delete_existing) never share entries, as
+    TensorStore keys its chunk caches by the metadata too."""
+    json = md.to_json()
+    return json_dumps({k: v for k, v in json.items()
+                       if k not in ("shape", "attributes", "dimension_names")}).decode()
 
 
 def kvstore_json(store: Any, path: str) -> dict[str, Any]:
@@ -186,6 +201,8 @@ class SpecNode:
             json.update(state.to_json())
             if retain_context and state.context.flat_json():
                 json["context"] = state.context.flat_json()
+            if retain_context:
+                json.update(copy.deepcopy(state.resources))
         if self.write_empty_chunks:  # both drivers record it
             json["store_data_equal_to_fill_value"] = True
         json["transform"] = (transform or IndexTransform.identity(self.domain)).to_json()
@@ -230,7 +247,15 @@ class SpecNode:
             self._rechecks_metadata = False
             return
         now = time.time()
+        old = self._metadata
         self._adopt_stored_metadata()
+        if decoding_identity(self._metadata) != decoding_identity(old):
+            # As TensorStore: only the shape may change under an open handle; other metadata
+            # (an array replaced by delete_existing) would change what its reads mean.
+            self._set_metadata(old)
+            raise MetadataError(f"array {self.name}: the stored metadata changed incompatibly "
+                                "since it was opened (only the shape may change); open it "
+                                "again")
         state.metadata_read_at = now
         self._rechecks_metadata = state.metadata_stale()
 
@@ -248,8 +273,8 @@ class SpecNode:
         state = self._open_state
         if state is None or state.cache_pool is None or state.cache_pool.cache is None:
             return None
-        binding = CacheBinding(state.cache_pool.cache, store_identity(self.store),
-                               state.min_time())
+        identity = (store_identity(self.store), decoding_identity(self._metadata))
+        binding = CacheBinding(state.cache_pool.cache, identity, state.min_time())
         shape = tuple(self._metadata.shape)
         if state.cached_shape is not None and state.cached_shape != shape:
             # A resize deletes chunks without the engine: drop what was cached of them.

@@ -145,12 +145,17 @@ def _state(json: dict[str, Any], options: dict[str, Any], mode: _Mode) -> OpenSt
         value = options.get(name)
         value = json.get(name, default) if value is None else value
         bounds[name] = check_revalidation_bound(value, name)
+    for name in ("cache_pool", "data_copy_concurrency"):
+        if name in json and json[name] is None:  # absent means the default; null is an error
+            raise SpecError(f"{name}: expected a resource name or object, got null")
     pool = context.resource(json.get("cache_pool"), "cache_pool", "cache_pool")
     copy = context.resource(json.get("data_copy_concurrency"), "data_copy_concurrency",
                             "data_copy_concurrency")
+    members = {k: json[k] for k in ("cache_pool", "data_copy_concurrency") if k in json}
     return OpenState(context, pool, bounds["recheck_cached_data"],
                      bounds["recheck_cached_metadata"], mode.assume_metadata,
-                     copy_limit=copy.semaphore, io_limit=_file_io_limit(json, context))
+                     copy_limit=copy.semaphore, io_limit=_file_io_limit(json, context),
+                     resources=members)
 
 
 def _file_io_limit(json: dict[str, Any], context: Context) -> Any:
@@ -180,7 +185,10 @@ def _write_empty(json: dict[str, Any], options: dict[str, Any]) -> bool:
 
 
 def _read_only(options: dict[str, Any]) -> bool:
-    return bool(options.get("read_only")) or options.get("write") is False
+    """`read=True` without `write=True` opens read-only, as in TensorStore (whose mode is the
+    bits asked for); `write=False` too, so that asking for no writes never gets them."""
+    read_alone = options.get("read") is True and options.get("write") is not True
+    return bool(options.get("read_only")) or options.get("write") is False or read_alone
 
 
 def _copied(spec: Any) -> Any:
@@ -326,6 +334,7 @@ def rebuild_array(spec_json: dict[str, Any], store: Any, path: str, read_only: b
         md = ArrayMetadataV3.from_json(metadata, where="pickled spec.metadata")
     array = Array(store, path, md, read_only=read_only,
                   write_empty_chunks=spec_json.get("store_data_equal_to_fill_value", False))
-    mode = _Mode(True, False, False, False, False)
+    # The spec records assume_metadata: the copy must not read or write the metadata either.
+    mode = _Mode(True, False, False, spec_json.get("assume_metadata") is True, False)
     _attach(array, _state(spec_json, {}, mode))
     return array
