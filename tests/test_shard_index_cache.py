@@ -5,6 +5,7 @@ its old offsets)."""
 from __future__ import annotations
 
 import os
+import types
 import uuid
 
 import numpy as np
@@ -12,9 +13,9 @@ import pytest
 
 import zarrkit
 from zarrkit.engine.cache import ShardIndexCache
-from zarrkit.errors import StoreError
-from zarrkit.kvstore import ByteRange, FileStore, MemoryStore, ZipStore, open_kvstore
+from zarrkit.kvstore import ByteRange, FileStore, MemoryStore, open_kvstore
 from zarrkit.kvstore.base import GenerationMismatch
+from zarrkit.kvstore.foreign import MappingStore
 
 SHAPE = (64, 64)
 OLD = np.arange(64 * 64, dtype="uint16").reshape(SHAPE)  # compresses well
@@ -145,7 +146,7 @@ def test_a_shard_deleted_between_index_and_chunks_reads_as_fill(store):
 
 
 @pytest.mark.parametrize("sel", SELECTIONS)
-def test_a_shard_replaced_during_every_attempt_is_an_error(store, sel):
+def test_a_shard_replaced_during_every_attempt_is_read_whole(store, sel):
     _create(store)
     reader, writer = zarrkit.open_array(store), zarrkit.open_array(store)
     flip = [OLD, NEW]
@@ -159,9 +160,9 @@ def test_a_shard_replaced_during_every_attempt_is_an_error(store, sel):
         np.testing.assert_array_equal(reader[sel], OLD[sel])
         return
     store.index_reads = 0
-    with pytest.raises(StoreError, match=r"shard 'c/0/0' was replaced during each of 4 attempts"):
-        reader[sel]
-    assert store.index_reads == 4  # as many as the message says
+    # Then the whole shard in one read: index and chunks of one value, the one stored by then.
+    np.testing.assert_array_equal(reader[sel], flip[0][sel])
+    assert store.index_reads == 4
 
 
 def test_own_writes_drop_the_cached_index(store):
@@ -175,12 +176,11 @@ def test_own_writes_drop_the_cached_index(store):
     assert store.index_reads == 1
 
 
-def test_stores_without_generations_read_unchecked(tmp_path):
-    path = tmp_path / "a.zip"
-    store = ZipStore(path, "w")
-    _create(store)
-    store.close()
-    reader = zarrkit.open_array(ZipStore(path, "r"))
+def test_stores_without_generations_read_unchecked():
+    data: dict = {}
+    _create(MappingStore(data))
+    # A mapping other than a dict may make a new object per read: it hands out no generations.
+    reader = zarrkit.open_array(MappingStore(types.MappingProxyType(data)))
     assert reader.store.get_with_generation("c/0/0")[1] is None
     for _ in range(2):
         np.testing.assert_array_equal(reader[3:5, 3:13], OLD[3:5, 3:13])

@@ -20,8 +20,9 @@ import numpy as np
 from ..codecs._buffers import byte_view, nbytes
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
-from ..errors import CorruptDataError, SelectionError, StoreError
+from ..errors import CorruptDataError, SelectionError
 from ..indexing import ChunkProjection, Plan
+from ..kvstore._util import resolve_range
 from ..kvstore.base import Buffer, ByteRange, GenerationMismatch, KvStore
 from ..scratch import empty, fault_in, scratch
 from .cache import ShardIndexCache
@@ -30,7 +31,7 @@ from .limits import LimitedStore, bounded, slot_of
 
 _EMPTY = np.uint64(2**64 - 1)
 #: Reads of one shard, each with a freshly read index, before a shard that is replaced during
-#: every one of them is reported.
+#: every one of them is read whole instead.
 _SHARD_ATTEMPTS = 4
 
 
@@ -424,7 +425,7 @@ def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple
         if index is None:
             return _all_missing(members, key)
         picked = needed(index)
-        return found(picked, arr.store.get_ranges_if(key, picked[1], generation))
+        return found(picked, _ranges_if(arr, key, picked[1], generation))
 
     cached = arr.shard_indexes.get(key)
     if cached is None:
@@ -550,8 +551,35 @@ def _with_index(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ..
             return read(index, generation)
         except GenerationMismatch:
             arr.shard_indexes.discard([key])
-    raise StoreError(f"shard {key!r} was replaced during each of {_SHARD_ATTEMPTS} attempts to "
-                     "read it")
+    # Writers kept replacing the shard between its index read and its chunk reads: read it
+    # whole, in one go, so that index and chunks cannot come from different values.
+    return read(*_whole_shard(arr, sharding, key))
+
+
+@dataclass(frozen=True)
+class _Whole:
+    """In place of a generation: the whole value of a shard, its ranges served from memory."""
+
+    data: Buffer
+
+
+def _whole_shard(arr: ChunkedArray, sharding: ShardingCodec, key: str
+                 ) -> tuple[np.ndarray | None, _Whole | None]:
+    data = arr.store.get(key)
+    if data is None:
+        return None, None
+    view = byte_view(data)
+    start, stop = resolve_range(sharding.index_byte_range(), len(view))
+    return _decoded_index(sharding, key, view[start:stop], len(view)), _Whole(view)
+
+
+def _ranges_if(arr: ChunkedArray, key: str, ranges: list[ByteRange], generation: Any,
+               transient: bool = False) -> list[Buffer | None]:
+    """`get_ranges_if`, or the ranges of a shard read whole (`_Whole`)."""
+    if isinstance(generation, _Whole):
+        return [generation.data[slice(*resolve_range(rng, len(generation.data)))]
+                for rng in ranges]
+    return arr.store.get_ranges_if(key, ranges, generation, transient)
 
 
 def _slabs(sharding: ShardingCodec, shard: tuple[int, ...], box: _Box, rows: int) -> list[_Box]:
@@ -613,7 +641,7 @@ def _decode_box(arr: ChunkedArray, inner: CodecChain, key: str, generation: Any,
     ranges = [ByteRange(o, n) for o, n in entries[present].tolist()]
     # A failed generation check raises before any chunk is decoded (a retry rewrites every
     # position). The results are consumed before this thread's next read.
-    fetched = arr.store.get_ranges_if(key, ranges, generation, transient=True)
+    fetched = _ranges_if(arr, key, ranges, generation, transient=True)
     sources = [_inner_bytes(key, rng, data) for rng, data in zip(ranges, fetched, strict=True)]
     done = 0
     while done < len(sources):  # runs by one call each; a chunk it stops at, on its own

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from ..errors import SpecError, StoreError
 from ._util import as_bytes, resolve_range
-from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
+from .base import Buffer, ByteRange, GenerationMismatch, KvStore, validate_key, validate_prefix
 from .file import FileStore
 
 
@@ -42,9 +42,26 @@ class MappingStore(KvStore):
             value = self.mapping[validate_key(key)]
         except KeyError:
             return None
-        value = _bytes_of(value)
-        return value if byte_range is None else value[slice(*resolve_range(byte_range,
-                                                                           len(value)))]
+        return _range_of(value, byte_range)
+
+    def get_with_generation(self, key: str, byte_range: ByteRange | None = None
+                            ) -> tuple[Buffer | None, Hashable | None]:
+        """A dict hands out the very object it holds, which a write replaces: that object is
+        the generation (compared by identity), so a shard's index and chunks come from one
+        value. Other mappings may make a new object per read: no generations there."""
+        if not isinstance(self.mapping, dict):
+            return super().get_with_generation(key, byte_range)
+        value = self.mapping.get(validate_key(key))
+        return (None, None) if value is None else (_range_of(value, byte_range), _Same(value))
+
+    def get_ranges_if(self, key: str, ranges: Sequence[ByteRange], generation: Hashable | None,
+                      transient: bool = False) -> list[Buffer | None]:
+        if generation is None:
+            return super().get_ranges_if(key, ranges, generation, transient)
+        value = self.mapping.get(validate_key(key))  # type: ignore[attr-defined]
+        if value is None or generation != _Same(value):
+            raise GenerationMismatch(f"{key!r} in the mapping holds a new value")
+        return [_range_of(value, rng) for rng in ranges]
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         validate_prefix(prefix)
@@ -58,6 +75,27 @@ class MappingStore(KvStore):
 
     def to_json(self) -> dict[str, Any]:
         return {"driver": self.driver}
+
+
+class _Same:
+    """A generation that matches only the very same object: no comparison of bytes, and no id
+    reused by a value written since (the token keeps its object alive)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.value is self.value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+
+def _range_of(value: Any, byte_range: ByteRange | None) -> bytes:
+    value = _bytes_of(value)
+    return value if byte_range is None else value[slice(*resolve_range(byte_range, len(value)))]
 
 
 def _bytes_of(value: Any) -> bytes:

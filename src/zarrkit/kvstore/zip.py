@@ -42,12 +42,20 @@ import time
 import warnings
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 from ..errors import CorruptDataError, InvalidKeyError, NotSupportedError, SpecError, StoreError
 from ._util import byte_view, local_path, pread_exact, resolve_range
-from .base import Buffer, ByteRange, KvStore, refuse_drive, validate_key, validate_prefix
+from .base import (
+    Buffer,
+    ByteRange,
+    GenerationMismatch,
+    KvStore,
+    refuse_drive,
+    validate_key,
+    validate_prefix,
+)
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, (skipped fields), name and extra lengths
 _LOCAL_SIGNATURE = b"PK\x03\x04"
@@ -154,7 +162,28 @@ class ZipStore(KvStore):
     # -- reading -----------------------------------------------------------------------------
     def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
         refuse_drive(validate_key(key))
+        return self._get_entry(key, self._index.get(key), byte_range)
+
+    def get_with_generation(self, key: str, byte_range: ByteRange | None = None
+                            ) -> tuple[Buffer | None, Hashable | None]:
+        """An entry's bytes never change (a new value is a new entry, appended): its offset
+        in the archive names the value, so a shard's index and its chunks are read from one."""
+        refuse_drive(validate_key(key))
         info = self._index.get(key)
+        return self._get_entry(key, info, byte_range), None if info is None else info.header_offset
+
+    def get_ranges_if(self, key: str, ranges: Sequence[ByteRange], generation: Hashable | None,
+                      transient: bool = False) -> list[Buffer | None]:
+        if generation is None:
+            return super().get_ranges_if(key, ranges, generation, transient)
+        refuse_drive(validate_key(key))
+        info = self._index.get(key)
+        if info is None or info.header_offset != generation:
+            raise GenerationMismatch(f"{key!r} in zip store {self.path!r} holds a new value")
+        return [self._get_entry(key, info, rng) for rng in ranges]
+
+    def _get_entry(self, key: str, info: zipfile.ZipInfo | None,
+                   byte_range: ByteRange | None) -> Buffer | None:
         if info is None:
             self._check_open()
             return None
