@@ -277,3 +277,11 @@ def test_save_over_an_array_with_a_bad_text_value_keeps_the_array(tmp_path):
     with pytest.raises(zarrkit.CodecError):
         zarrkit.array(np.array([b"x", 5], dtype=object), where, overwrite=True)
     assert zarrkit.load(where).tolist() == ["a", "b"]
+
+
+def test_open_array_of_nothing_without_a_shape_leaves_nothing_behind(tmp_path):
+    where = tmp_path / "missing.zarr"
+    with pytest.raises(zarrkit.NodeNotFoundError):
+        zarrkit.open_array(str(where))
+    assert not where.exists()
+    assert zarrkit.open_array(str(where), shape=(3,), dtype="i4").shape == (3,)

@@ -217,6 +217,10 @@ def _open_existing(store: Any, path: str, mode: str, found: formats.Found | None
 
 def open_array(where: Any = None, mode: str = "a", *, path: str | None = None,
                **kwargs: Any) -> Array:
+    if mode == "a" and kwargs.get("shape") is None:
+        # Nothing to create an array from: open an existing one only (as "r+"), since `open`
+        # would create a group where none is, and leave it behind when refused below.
+        mode = "r+"
     node = open(_store_keyword(where, kwargs), mode, path=path, **kwargs)
     if not isinstance(node, Array):
         raise NodeTypeError(f"{node.name} is a group, not an array")

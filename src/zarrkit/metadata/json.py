@@ -126,5 +126,35 @@ def storable_attributes(value: Any, where: str) -> dict[str, Any]:
         for key, item in attributes.items():
             json_dumps(item, what=f"{where}: attributes: {key!r}")
         raise
-    # As a reader sees them (numpy values as lists, tuples as lists), the same as reopened.
-    return json_loads(text, what=where)
+    try:
+        # As a reader sees them (numpy values as lists, tuples as lists), the same as reopened.
+        return json_loads(text, what=where)
+    except MetadataError:  # only a duplicate member can fail here: say which attribute
+        for key, item in attributes.items():
+            _refuse_name_clash(item, f"{where}: attributes: {key!r}")
+        raise
+
+
+def _json_name(key: Any) -> str:
+    # The object member name json.dumps writes for a dict key (1 -> "1", None -> "null").
+    return next(iter(json.loads(json.dumps({key: None}))))
+
+
+def _refuse_name_clash(obj: Any, what: str) -> None:
+    """MetadataError if two keys of a dict in `obj` become the same JSON name (1 and "1", True
+    and "true"): json.dumps writes both, a document with a duplicate member that every strict
+    reader, zarrkit's own included, refuses as corrupt (it was refused as "malformed JSON")."""
+    if isinstance(obj, Mapping):
+        if not all(isinstance(key, str) for key in obj):
+            seen: dict[str, Any] = {}
+            for key in obj:
+                name = _json_name(key)
+                if name in seen:
+                    raise MetadataError(f"{what}: keys {seen[name]!r} and {key!r} are both "
+                                        f"written as the JSON name {name!r}")
+                seen[name] = key
+        for item in obj.values():
+            _refuse_name_clash(item, what)
+    elif isinstance(obj, list | tuple):
+        for item in obj:
+            _refuse_name_clash(item, what)
