@@ -249,7 +249,8 @@ class SpecNode:
         now = time.time()
         old = self._metadata
         self._adopt_stored_metadata()
-        if decoding_identity(self._metadata) != decoding_identity(old):
+        # (equal documents first: no JSON encoding of either when nothing changed)
+        if self._metadata != old and decoding_identity(self._metadata) != decoding_identity(old):
             # As TensorStore: only the shape may change under an open handle; other metadata
             # (an array replaced by delete_existing) would change what its reads mean.
             self._set_metadata(old)
