@@ -16,6 +16,7 @@ from _loopback import S3_KEY, S3_SECRET  # noqa: E402
 import zarrkit  # noqa: E402
 from zarrkit.errors import (  # noqa: E402
     CredentialsError,
+    InvalidKeyError,
     NodeNotFoundError,
     PermissionDeniedError,
     ReadOnlyError,
@@ -453,3 +454,15 @@ def test_obstore_gcs_and_azure_objects_are_taken_as_they_are():
         assert pickle.loads(pickle.dumps(store)).location.url == url
     with pytest.raises(SpecError, match="obstore's MemoryStore"):
         object_store_module.from_client(obstore.store.MemoryStore())
+
+
+@pytest.mark.parametrize("key", ["a\x01b", "c/\nd", "e\x7f"])
+def test_control_characters_are_invalid_keys(store, key):
+    # object_store cannot parse such paths: every operation refuses them as a bad key.
+    for op in (lambda: store.set(key, b"x"), lambda: store.get(key), lambda: store.exists(key),
+               lambda: store.delete(key), lambda: store.delete_many([key]),
+               lambda: list(store.list_prefix(key + "/")), lambda: store.get_many([(key, None)])):
+        with pytest.raises(InvalidKeyError, match="control characters"):
+            op()
+    store.set("a%b c", b"x")  # other punctuation and spaces are fine
+    assert bytes(store.get("a%b c")) == b"x"

@@ -45,6 +45,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..errors import (
     CredentialsError,
+    InvalidKeyError,
     NotSupportedError,
     PermissionDeniedError,
     ReadOnlyError,
@@ -296,7 +297,7 @@ class ObjectStore(KvStore):
         return map_error(exc, action, key, self.location.url)
 
     def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
-        validate_key(key)
+        _object_key(key)
         if byte_range is not None and byte_range.length == 0:
             return b"" if self.exists(key) else None
         if byte_range is not None and self._whole_only:
@@ -341,7 +342,7 @@ class ObjectStore(KvStore):
     def get_with_generation(self, key: str, byte_range: ByteRange | None = None
                             ) -> tuple[Buffer | None, Hashable | None]:
         """The value and its ETag (None for a weak one, which `If-Match` never matches)."""
-        validate_key(key)
+        _object_key(key)
         if byte_range is not None and byte_range.length == 0:
             return self.get(key, byte_range), None
         # A range cut from the whole value keeps the whole value's ETag: returned as
@@ -366,7 +367,7 @@ class ObjectStore(KvStore):
         """Nearby ranges in one request each, all conditional on the ETag (`If-Match`)."""
         if generation is None:
             return super().get_ranges_if(key, ranges, generation, transient)
-        validate_key(key)
+        _object_key(key)
         results: list[Buffer | None] = [None] * len(ranges)
         _Loop.run(self._fetch_if(key, ranges, str(generation), results))
         return results
@@ -453,7 +454,7 @@ class ObjectStore(KvStore):
             return [self.get(k, r) for k, r in requests]
         by_key: dict[str, list[int]] = {}
         for i, (key, _) in enumerate(requests):
-            by_key.setdefault(validate_key(key), []).append(i)
+            by_key.setdefault(_object_key(key), []).append(i)
         results: list[Buffer | None] = [None] * len(requests)
         _Loop.run(self._fetch_all(requests, by_key, results))
         return results
@@ -539,8 +540,9 @@ class ObjectStore(KvStore):
         return self._complete(result, value, key)
 
     def _head(self, key: str) -> dict[str, Any] | None:
+        _object_key(key)
         try:
-            return self._obs.head(self._client, validate_key(key))
+            return self._obs.head(self._client, key)
         except Exception as exc:  # noqa: BLE001
             if _is_missing(exc):
                 return None
@@ -554,7 +556,7 @@ class ObjectStore(KvStore):
         return None if meta is None else int(meta["size"])
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        validate_prefix(prefix)
+        _refuse_control(validate_prefix(prefix))
         try:
             batches = list(self._obs.list(self._client, prefix=prefix.rstrip("/") or None))
         except Exception as exc:  # noqa: BLE001
@@ -563,7 +565,7 @@ class ObjectStore(KvStore):
         return iter([k for k in keys if _is_under(k, prefix) and not _is_lock_key(k)])
 
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
-        validate_prefix(prefix)
+        _refuse_control(validate_prefix(prefix))
         try:
             found = self._obs.list_with_delimiter(self._client, prefix.rstrip("/") or None)
         except Exception as exc:  # noqa: BLE001
@@ -590,7 +592,7 @@ class ObjectStore(KvStore):
         super()._check_writable(key)
 
     def _set(self, key: str, value: Buffer) -> None:
-        self._put(key, value)
+        self._put(_refuse_control(key), value)
 
     def _put(self, key: str, value: Buffer, mode: Any = None) -> dict[str, Any]:
         data = value if isinstance(value, bytes) else memoryview(value).cast("B")
@@ -602,6 +604,7 @@ class ObjectStore(KvStore):
             raise self._fail(exc, "write", key) from None
 
     def _delete(self, key: str) -> None:
+        _refuse_control(key)
         try:
             self._obs.delete(self._client, key)
         except Exception as exc:  # noqa: BLE001
@@ -610,7 +613,7 @@ class ObjectStore(KvStore):
 
     def delete_many(self, keys: Iterable[str]) -> None:
         """One bulk request per 1000 keys (S3 DeleteObjects) instead of one request per key."""
-        keys = [validate_key(k) for k in keys]
+        keys = [_object_key(k) for k in keys]
         if keys:
             self._check_writable(keys[0])
         for i in range(0, len(keys), 1000):
@@ -622,7 +625,7 @@ class ObjectStore(KvStore):
 
     def delete_prefix(self, prefix: str) -> None:
         self._check_writable(prefix or "<root>")
-        self.delete_many(list(self.list_prefix(validate_prefix(prefix))))
+        self.delete_many(list(self.list_prefix(prefix)))
 
     def lock(self, key: str) -> Any:
         thread_lock = super().lock(key)
@@ -651,6 +654,21 @@ class ObjectStore(KvStore):
     def __reduce__(self) -> tuple[Any, ...]:
         # Credentials travel with the pickle, as with fsspec: a dask worker must authenticate.
         return _rebuild, (self.location, self.read_only, self._given)  # obstore's pickle
+
+
+# object_store refuses ASCII control characters in paths (its own parse error otherwise).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _refuse_control(key: str) -> str:
+    if _CONTROL.search(key):
+        raise InvalidKeyError(f"invalid store key {key!r}: object stores do not allow control "
+                              "characters (U+0000 to U+001F, U+007F)")
+    return key
+
+
+def _object_key(key: str) -> str:
+    return _refuse_control(validate_key(key))
 
 
 def _cut_ranges(whole: memoryview, ranges: Sequence[ByteRange | None]) -> list[Buffer | None]:
