@@ -92,4 +92,4 @@ def test_distributed_cluster_writes_and_reads_sharded_array_on_s3(s3_endpoint):
     np.testing.assert_array_equal(zarrkit.open(url, mode="r", storage_options=opts)[...],
                                   expected)
     assert total == int(expected.sum(dtype="int64"))
-    assert a.nchunks_initialized() == 16
+    assert a.nchunks_initialized() == 144 and a.nshards_initialized() == 16

@@ -10,8 +10,6 @@ Peer behaviour found on the way (zarrkit follows the spec; nothing to fix on our
   the canonical NaN; zarrkit compares bit for bit and keeps it.
 - zarr-python 3.1 cannot create a `variable_length_bytes` array with a blosc codec
   ("length must be >= 1, got 0").
-- TensorStore's float8_*, float4_e2m1fn and int2 types have no zarrkit equivalent; opening such
-  arrays is refused with a DataTypeError naming the type.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ import numpy as np
 import pytest
 
 import zarrkit
-from zarrkit.errors import DataTypeError
 
 zarr = pytest.importorskip("zarr")
 ts = pytest.importorskip("tensorstore")
@@ -122,15 +119,3 @@ def test_payload_nan_chunk_under_nan_fill_is_stored_and_read_by_zarr_python(tmp_
     read = _zarr_python_read(tmp_path)
     assert read[:2].view("u4").tolist() == payload.view("u4").tolist()
     assert read[2:].view("u4").tolist() == [0x7FC00000] * 2
-
-
-# -- TensorStore-only data types ------------------------------------------------------------------
-
-@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "int2", "float4_e2m1fn"])
-def test_tensorstore_only_types_are_refused_by_name(tmp_path, name):
-    ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path)},
-             "metadata": {"shape": [4], "data_type": name, "chunk_grid": {
-                 "name": "regular", "configuration": {"chunk_shape": [2]}}}},
-            create=True).result()
-    with pytest.raises(DataTypeError, match=name):
-        zarrkit.open(str(tmp_path), mode="r")

@@ -69,7 +69,7 @@ def test_invalid_raw_names(name):
 
 
 @pytest.mark.parametrize("value", [
-    "float128", "str", "Float32", "int", "", "uint4", "float8_e4m3fn",
+    "float128", "str", "Float32", "int", "", "uint4", "float8_e4m3", "float6_e2m3fn",
     {"name": "urn:example:datetime", "configuration": {"unit": "ns"}},
     {"name": "custom", "must_understand": False},
 ])
@@ -123,7 +123,7 @@ def test_from_numpy(dtype_like, name):
 
 @pytest.mark.parametrize("dtype_like", [
     [("a", "i4", (2,))], "(2,)i4", np.longdouble,
-    ml_dtypes.float8_e4m3fn, ml_dtypes.uint4, None, "nonsense",
+    ml_dtypes.float8_e4m3, ml_dtypes.uint4, None, "nonsense",
 ])
 def test_from_numpy_refuses_types_without_v3_equivalent(dtype_like):
     with pytest.raises(DataTypeError):

@@ -43,6 +43,7 @@ from .errors import (
     CastOverflowError,
     CastTypeError,
     ChecksumError,
+    ChunkNotFoundError,
     CodecError,
     CopyRequiredError,
     CorruptDataError,
@@ -69,6 +70,7 @@ from .errors import (
 from .group import Group
 from .spec.chunk_layout import ChunkLayout
 from .spec.context import Context
+from .spec.dim_expression import DimExpression, d
 from .spec.schema import CodecSpec, Schema
 from .spec.spec import Spec
 from .spec.transform import IndexDomain, IndexTransform
@@ -89,9 +91,9 @@ __all__ = [
     "ReadOnlyError", "SpecError", "CopyRequiredError",
     "consolidate_metadata", "convert", "upgrade_metadata",
     "CredentialsError", "NotSupportedError", "PermissionDeniedError", "StoreUnreachableError",
-    "to_dask", "from_dask",
+    "ChunkNotFoundError", "to_dask", "from_dask",
     "Spec", "Schema", "ChunkLayout", "CodecSpec", "Context", "IndexDomain", "IndexTransform",
-    "Unit", "View",
+    "Unit", "View", "d", "DimExpression",
 ]
 
 

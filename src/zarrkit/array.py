@@ -41,6 +41,7 @@ from .metadata.names import normalize_path
 from .metadata.v3 import ArrayMetadataV3
 from .node import Node
 from .selection_methods import SelectionMethods, pop_fields
+from .spec.dim_expression import DimExpression
 from .spec.node import SpecNode
 from .spec.view import as_numpy
 from .v2_chunk_keys import chunk_store
@@ -158,8 +159,7 @@ class Array(Node, SpecNode, SelectionMethods):
 
     @property
     def cdata_shape(self) -> tuple[int, ...]:
-        """Chunks per dimension, counting the inner chunks of a sharded array as zarr-python
-        3.1 does (so their product can exceed `nchunks`, which counts the shards stored)."""
+        """Chunks per dimension: of a sharded array its inner chunks, as in zarr-python 3."""
         return tuple(-(-s // c) for s, c in zip(self.shape, self.chunks, strict=True))
 
     # The codecs in zarr-python's terms: of a sharded array those of its inner chunks (what a
@@ -209,6 +209,14 @@ class Array(Node, SpecNode, SelectionMethods):
 
     @property
     def nchunks(self) -> int:
+        """The chunks of the array (of a sharded array its inner chunks): `cdata_shape`'s
+        product, as in zarr-python 3."""
+        return math.prod(self.cdata_shape)
+
+    @property
+    def nshards(self) -> int:
+        """The shards of the array (the stored objects' grid); `nchunks` when it is not
+        sharded, as zarr-python's `_nshards`."""
         return chunk_io.nchunks(self.shape, self._metadata.chunk_shape)
 
     @property
@@ -261,6 +269,8 @@ class Array(Node, SpecNode, SelectionMethods):
 
     # -- reading and writing -------------------------------------------------------------------
     def __getitem__(self, selection: Any) -> Any:
+        if isinstance(selection, DimExpression):  # a[d["x"][2:5]]: a lazy view, as TensorStore
+            return self.view[selection]
         fields, selection = pop_fields(selection, self.dtype)
         if fields is not None:  # numpy's a["x"], zarr-python's a[0:2, "x"]
             return self._get(lambda into: self._read_into(selection, into), None, fields, None)
@@ -274,6 +284,9 @@ class Array(Node, SpecNode, SelectionMethods):
         return self._read(self._plan(selection), out)
 
     def __setitem__(self, selection: Any, value: Any) -> None:
+        if isinstance(selection, DimExpression):
+            self.view[selection] = value
+            return
         fields, selection = pop_fields(selection, self.dtype)
         if fields is not None:
             self._set(self, selection, value, fields, None)
@@ -365,7 +378,9 @@ class Array(Node, SpecNode, SelectionMethods):
 
     def _check_writable(self) -> None:
         if self.read_only:
-            raise ReadOnlyError(f"array {self.name} is read-only")
+            why = (" (Zarr v1 is read only: zarrkit.convert copies it to v2 or v3)"
+                   if self.zarr_format == 1 else "")
+            raise ReadOnlyError(f"array {self.name} is read-only{why}")
 
     @property
     def oindex(self) -> _Indexer:
@@ -523,9 +538,33 @@ class Array(Node, SpecNode, SelectionMethods):
 
     @property
     def nchunks_initialized(self) -> _Count:
-        """The chunks (of a sharded array, the shards) stored. A property, as in zarr-python 2
-        and 3 (a method, `a.nchunks_initialized == 4` was silently False there), that can
-        still be called as the method it was here."""
+        """The chunks stored. A property, as in zarr-python 2 and 3 (a method,
+        `a.nchunks_initialized == 4` was silently False there), that can still be called as
+        the method it was here. Of a sharded array the inner chunks within the array's bounds
+        that its stored shards hold, from their indexes (read concurrently): exact, where
+        zarr-python 3.1 counts stored shards times chunks per shard (a shard holding one
+        chunk counts whole, and edge shards can take the count above `nchunks`)."""
+        if self._engine.sharding is not None:
+            return _Count(chunk_io.inner_chunks_stored(self._engine, self._stored_shards()))
+        return self._objects_stored()
+
+    @property
+    def nshards_initialized(self) -> _Count:
+        """The shards stored (a property that can also be called, as `nchunks_initialized`);
+        `nchunks_initialized` when the array is not sharded, as zarr-python's
+        `_nshards_initialized`."""
+        if self._engine.sharding is not None:
+            return _Count(len(self._stored_shards()))
+        return self._objects_stored()
+
+    def _stored_shards(self) -> list[tuple[int, ...]]:
+        """Grid positions of the stored shards inside the shard grid."""
+        grid = [-(-s // c) for s, c in zip(self.shape, self._metadata.chunk_shape, strict=True)]
+        return [c for c, _ in self._stored_chunks()
+                if all(i < n for i, n in zip(c, grid, strict=True))]
+
+    def _objects_stored(self) -> _Count:
+        """The keys under the array's prefix other than its metadata documents."""
         prefix = storage.prefix_of(self.path)
         names = formats.METADATA_NAMES | (
             formats.V1_METADATA_NAMES if self.zarr_format == 1 else frozenset())
@@ -573,7 +612,8 @@ def configured_write_empty(config: Any, options: dict[str, Any], current: bool,
 
 
 class _Count(int):
-    """An int that calling returns (`nchunks_initialized` as a property and as a method)."""
+    """An int that calling returns (`nchunks_initialized` and `nshards_initialized` as
+    properties and as methods)."""
 
     def __call__(self) -> int:
         return int(self)

@@ -110,6 +110,12 @@ def _arrays(node: Array | Group) -> Iterator[Array]:
         yield from _arrays(child)
 
 
+def _default_format(source: Array | Group) -> int:
+    """The source's format; v2 for v1, which is read only here (v2 stores v1's chunks as they
+    are, as zarr-python's migration from v1 did)."""
+    return 2 if source.zarr_format == 1 else source.zarr_format
+
+
 def _copy(args: argparse.Namespace) -> int:
     from .cli_convert import parse_codecs
     from .conversion import convert  # not `.convert`: that name is the function
@@ -123,7 +129,7 @@ def _copy(args: argparse.Namespace) -> int:
     try:
         node = convert(source.store if src_options else args.src,
                        _target(args.dst, dst_options),
-                       zarr_format=args.zarr_format or source.zarr_format,
+                       zarr_format=args.zarr_format or _default_format(source),
                        chunks=_shape(args.chunks), shards=_shape(args.shards),
                        codecs=parse_codecs(args.codecs),
                        overwrite=args.overwrite, progress=progress)
@@ -150,7 +156,7 @@ def add_copy_command(sub: Any) -> None:
     p.add_argument("src")
     p.add_argument("dst")
     p.add_argument("--zarr-format", type=int, choices=(2, 3),
-                   help="format of the copy (default: the source's)")
+                   help="format of the copy (default: the source's; 2 for v1)")
     p.add_argument("--chunks", help="new chunk shape for every array, e.g. 64,64")
     p.add_argument("--shards", help="new shard shape for every array (v3), e.g. 1024,1024")
     p.add_argument("--codecs", help="v3 codec list as JSON (the inner codecs when sharded)")

@@ -126,6 +126,7 @@ def _may_write(existing: Any, source: Any, state: _Copying) -> bool:
     if state.if_exists == "replace" or (_is_group(source) and isinstance(existing, Group)):
         return True
     if state.if_exists == "skip_initialized" and isinstance(existing, Array):
+        # Inner chunks for a sharded array: a stored shard missing some still counts short.
         return existing.nchunks_initialized() < existing.nchunks
     return False
 

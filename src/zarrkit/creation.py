@@ -224,7 +224,9 @@ _CAST_KINDS = frozenset({"raw", "str", "bytes", "vlen_str", "vlen_bytes", "datet
 
 def _fill_json(value: Any, data_type: DataType) -> Any:
     """Accept Python/numpy fill values as well as their JSON encodings."""
-    if data_type.kind in _CAST_KINDS:
+    # The small floats too: astype rounds a float64 twice (via float32), and makes infinities
+    # and out-of-range numbers NaN, the largest value or -0.0 where the types refuse them.
+    if data_type.kind in _CAST_KINDS or data_type.kind == "float" and data_type.item_size == 1:
         fill = data_type.cast_fill_value(value, where="fill_value")
         if data_type.kind == "vlen_str" and first_unencodable([fill]) is not None:
             raise DataTypeError(f"fill_value: cannot use {fill!r}: {UNENCODABLE}")  # vlen-utf8's

@@ -67,8 +67,20 @@ def stored_bytes(a: Array) -> tuple[int | None, int | None]:
         return None, None
 
 
+def stored_shards(a: Array) -> tuple[int | None, int | None]:
+    """(shards stored, shards in all) of a sharded array; the first None when the store cannot
+    list, both None when the array is not sharded."""
+    if not a.shards:
+        return None, None
+    try:
+        return a.nshards_initialized(), a.nshards
+    except NotSupportedError:
+        return None, a.nshards
+
+
 def array_summary(a: Array) -> dict[str, Any]:
     stored, nstored = stored_bytes(a)
+    shards_stored, shards_total = stored_shards(a)
     return {
         "type": "array", "name": a.name, "zarr_format": a.zarr_format,
         "location": location(a), "shape": list(a.shape), "dtype": str(a.dtype),
@@ -79,6 +91,7 @@ def array_summary(a: Array) -> dict[str, Any]:
         "compression_ratio": round(a.nbytes / stored, 3) if stored else None,
         "chunks_stored": nstored, "chunks_total": a.nchunks, "read_only": a.read_only,
         "attributes": dict(a.attrs),
+        "shards_stored": shards_stored, "shards_total": shards_total,
     }
 
 
@@ -127,10 +140,15 @@ def _rows(a: Array) -> list[tuple[str, str]]:
              ("Size", human_bytes(s["nbytes"])),
              ("Stored", f"{human_bytes(s['nbytes_stored'])}"
                         + (f" (ratio {ratio:.1f})" if ratio else "")),
-             ("Chunks stored", f"{s['chunks_stored']}/{s['chunks_total']}"
-              if s["chunks_stored"] is not None else f"?/{s['chunks_total']}"),
-             ("Zarr format", str(a.zarr_format)), ("Location", s["location"])]
+             ("Chunks stored", _fraction(s["chunks_stored"], s["chunks_total"]))]
+    if s["shards_total"] is not None:
+        rows.append(("Shards stored", _fraction(s["shards_stored"], s["shards_total"])))
+    rows += [("Zarr format", str(a.zarr_format)), ("Location", s["location"])]
     return rows
+
+
+def _fraction(stored: int | None, total: int) -> str:
+    return f"{'?' if stored is None else stored}/{total}"
 
 
 def array_html(a: Array) -> str:

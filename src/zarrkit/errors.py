@@ -95,6 +95,12 @@ class ReadOnlyError(StoreError, PermissionError):
     """A write was attempted on a store or node opened read-only."""
 
 
+class ChunkNotFoundError(StoreError, FileNotFoundError):
+    """A read touched a chunk that is not stored, on an array opened with the spec member
+    `fill_missing_data_reads: false` (TensorStore's NOT_FOUND error): it is not read as the
+    fill value."""
+
+
 class StoreUnreachableError(StoreError, ConnectionError):
     """A remote store's endpoint could not be reached (after the bounded retries)."""
 

@@ -40,19 +40,22 @@ class ArrayInfo(Info):
     def rows(self) -> list[tuple[str, str]]:
         a = self.array
         md = a._metadata
+        sharded = a.shards is not None
         try:
             stored, nstored = a.nbytes_stored(), str(a.nchunks_initialized())
+            nshards = str(a.nshards_initialized()) if sharded else ""
         except NotSupportedError:  # e.g. plain HTTP cannot list, so nothing can be totalled
-            stored, nstored = None, "?"
+            stored, nstored, nshards = None, "?", "?"
         rows = [
             ("Type", "Array"), ("Zarr format", str(a.zarr_format)), ("Name", a.name),
             ("Data type", md.data_type.to_json() if hasattr(md.data_type, "to_json")
              else str(a.dtype)),
-            ("Shape", str(a.shape)), ("Chunk shape", str(a.chunks)),
+            ("Shape", str(a.shape)),
         ]
-        if a.shards is not None:
+        if sharded:  # above the chunk shape, as zarr-python shows it
             rows.append(("Shard shape", str(a.shards)))
         rows += [
+            ("Chunk shape", str(a.chunks)),
             ("Fill value", _scalar_repr(a.fill_value)),
             ("Codecs", describe_codecs(a.metadata["codecs"]) if a.zarr_format == 3
              else ", ".join(md.codec_names) or "-"),
@@ -64,6 +67,8 @@ class ArrayInfo(Info):
             ("Storage ratio", f"{a.nbytes / stored:.1f}" if stored else "-"),
             ("Chunks stored", f"{nstored}/{a.nchunks}"),
         ]
+        if sharded:  # zarr-python's "Shards Initialized", here with the total
+            rows.append(("Shards stored", f"{nshards}/{a.nshards}"))
         return rows
 
 

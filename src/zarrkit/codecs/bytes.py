@@ -40,6 +40,18 @@ def endian_applies(dtype: np.dtype) -> bool:
     return dtype.itemsize > 1 and (dtype.kind not in "SV" or _is_extension(dtype))
 
 
+def value_mask(dtype: np.dtype) -> int:
+    """The value bits of each byte of a sub-byte type (int2, int4, float4_e2m1fn), else 0.
+
+    TensorStore stores one such value per byte, in the low bits; ml_dtypes uses the same layout
+    in memory but does not always ignore the high bits, which must be zero when stored and are
+    ignored when read (zarr-extensions)."""
+    if not (_is_extension(dtype) and dtype.itemsize == 1):
+        return 0
+    info = ml_dtypes.iinfo(dtype) if dtype.name.startswith(("int", "uint")) else ml_dtypes.finfo(dtype)
+    return (1 << info.bits) - 1 if info.bits < 8 else 0
+
+
 class _Plan(NamedTuple):
     swap_to: np.dtype | None  # stored (byte-swapped) dtype of `carrier`, when a swap is needed
     carrier: np.dtype  # dtype the array is viewed as for swapping (a uint for ml_dtypes types)
@@ -48,13 +60,7 @@ class _Plan(NamedTuple):
 
 @lru_cache(maxsize=256)
 def _plan(dtype: np.dtype, endian: str | None) -> _Plan:
-    mask = 0
-    if _is_extension(dtype) and dtype.itemsize == 1:
-        info = ml_dtypes.iinfo(dtype) if dtype.name.startswith(("int", "uint")) else ml_dtypes.finfo(dtype)
-        if info.bits < 8:
-            # TensorStore stores one sub-byte value per byte, in the low bits; ml_dtypes uses the same
-            # layout in memory but ignores the high bits, which must be zero when stored.
-            mask = (1 << info.bits) - 1
+    mask = value_mask(dtype)
     carrier = np.dtype(f"u{dtype.itemsize}") if _is_extension(dtype) else dtype
     swap = endian is not None and endian != sys.byteorder and (
         endian_applies(dtype) or dtype.names is not None)

@@ -15,6 +15,7 @@ from . import _runs
 from ._buffers import byte_view, nbytes
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
 from .registry import parse_codec
+from .transpose import TransposeCodec
 
 
 def check_order(codecs: Sequence[Codec], where: str) -> None:
@@ -287,6 +288,26 @@ class CodecChain:
         except Exception as e:
             raise _library_error(e) from e
         return array
+
+    def shard_entries(self, data: Buffer) -> np.ndarray | None:
+        """Of a chain whose array->bytes codec is sharding (behind array->array codecs): for
+        each element of the decoded chunk, its inner chunk's C-order position in the shard, or
+        -1 minus that position when the shard does not store the inner chunk (it decodes to
+        the fill value). None for other chains."""
+        entries = getattr(self.array_bytes, "entry_positions", None)
+        if entries is None:
+            return None
+        try:
+            positions = entries(self._decode_bytes(data, None))
+        except ZarrkitError:
+            raise
+        except Exception as e:
+            raise _library_error(e) from e
+        # Only a transpose moves elements; the other array->array codecs map them in place.
+        for codec, decode in zip(self.array_array[::-1], self._aa_decode, strict=True):
+            if isinstance(codec, TransposeCodec):
+                positions = decode(positions)
+        return positions
 
     def encoded_size(self) -> int | None:
         """The exact size of every encoded chunk, or None if it varies (compression, sharding)."""

@@ -24,6 +24,7 @@ from numcodecs.compat import ensure_contiguous_ndarray_like
 
 from ..errors import CodecError, CorruptDataError
 from .base import ArrayBytesCodec, Buffer, ChunkSpec
+from .bytes import value_mask
 from .vlen import UNENCODABLE, exact_values, first_refused, first_unencodable, position
 
 #: Codecs that turn object arrays into bytes (and back); object arrays need one of them.
@@ -101,6 +102,7 @@ class V2ChunkCodec(ArrayBytesCodec):
     def __init__(self, stored: np.dtype, filters: Sequence[dict[str, Any]] | None,
                  compressor: dict[str, Any] | None, *, where: str = "") -> None:
         self.stored = np.dtype(stored)
+        self._mask = value_mask(self.stored)  # sub-byte types: the value bits of each byte
         self.filter_json = list(filters or ())
         self.compressor_json = compressor
         prefix = f"{where}: " if where else ""
@@ -135,7 +137,10 @@ class V2ChunkCodec(ArrayBytesCodec):
             if self._vlen_type() is not None:  # numpy's str_/bytes_ as plain str/bytes
                 data = exact_values(data.reshape(-1), self._vlen_type()).reshape(data.shape)
         else:
-            data = _buffer_view(np.ascontiguousarray(array, dtype=self.stored))
+            data = np.ascontiguousarray(array, dtype=self.stored)
+            # Sub-byte types: unused high bits stored as zeros, as TensorStore writes them.
+            data = np.bitwise_and(data.reshape(-1).view(np.uint8), self._mask) if self._mask \
+                else _buffer_view(data)
         for codec, config in zip(self.filters, self.filter_json, strict=True):
             data = self._encode(codec, config, data)
         if isinstance(data, np.ndarray) and data.dtype.hasobject:
@@ -207,5 +212,7 @@ class V2ChunkCodec(ArrayBytesCodec):
             raise CorruptDataError(
                 f"v2 chunk: decoded to {raw.size} bytes, a chunk of shape {spec.shape} and "
                 f"type {self.stored} has {count * self.stored.itemsize}")
+        if self._mask:  # the unused high bits are ignored (and ml_dtypes may not ignore them)
+            raw = np.bitwise_and(raw, self._mask)
         values = raw.view(self.stored).reshape(spec.shape)
         return values if self.stored == spec.dtype else values.astype(spec.dtype)

@@ -302,6 +302,25 @@ class ShardingCodec(ArrayBytesCodec):
         units = array.reshape(-1).view(self._unit).reshape(self._split + (self._units_per_item,))
         return ~(units == self._fill_units).all(axis=self._units_axes)
 
+    def entry_positions(self, data: Buffer) -> np.ndarray:
+        """For each element of the shard `data` decodes to, its inner chunk's C-order position
+        in the shard, or -1 minus that position when the index has no entry for it (an inner
+        chunk not stored). For `CodecChain.shard_entries`."""
+        self._require_bound()
+        view = byte_view(data)
+        size, index_size = len(view), self.index_nbytes
+        if size < index_size:
+            raise CorruptDataError(f"{_NAME}: shard of {size} bytes is too short for its "
+                                   f"{index_size}-byte index")
+        start, stop = (0, index_size) if self.index_location == "start" else \
+            (size - index_size, size)
+        offsets = self.decode_index(view[start:stop], size)[..., 0]
+        flats = np.arange(offsets.size, dtype=np.int64).reshape(offsets.shape)
+        positions = np.where(offsets == EMPTY, -1 - flats, flats)
+        for axis, n in enumerate(self.chunk_shape):  # each entry over its inner chunk's elements
+            positions = np.repeat(positions, n, axis=axis)
+        return positions
+
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         bound = self._bound(spec)
         view = byte_view(data)

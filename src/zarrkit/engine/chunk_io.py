@@ -20,7 +20,7 @@ import numpy as np
 from ..codecs._buffers import byte_view, nbytes
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
-from ..errors import CorruptDataError, SelectionError
+from ..errors import ChunkNotFoundError, CorruptDataError, SelectionError
 from ..indexing import ChunkProjection, Plan
 from ..kvstore._util import resolve_range
 from ..kvstore.base import Buffer, ByteRange, GenerationMismatch, KvStore
@@ -53,6 +53,10 @@ class ChunkedArray:
     io_limit: Any = None
     #: The shard indexes read through this handle (engine/cache.py).
     shard_indexes: ShardIndexCache = field(default_factory=ShardIndexCache, compare=False)
+    #: False (the spec's fill_missing_data_reads): reading a chunk that is not stored raises
+    #: ChunkNotFoundError naming `name` (the array) and the chunk, instead of filling it in.
+    fill_missing: bool = True
+    name: str = ""
     sharding: ShardingCodec | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -240,9 +244,15 @@ def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
             place(p, key, store.get_transient(key))
             return
         chunk = cache.load(key, None, lambda: load(key))
-        out[p.out_selection] = fill if chunk is None else chunk[p.chunk_selection]
+        out[p.out_selection] = missing(p, key) if chunk is None else chunk[p.chunk_selection]
 
     fill = arr.fill_value
+    missing: Callable[[ChunkProjection, str], Any] = lambda p, key: fill  # noqa: E731
+    if not arr.fill_missing:  # wrapped once per read: the default path pays nothing per chunk
+        missing = functools.partial(_missing, arr)
+        place = _strict_place(arr, chain, place)
+        if isinstance(chain.array_bytes, ShardingCodec):
+            cache = None  # a cached shard no longer tells which inner chunks it lacked
     # Whole chunks whose place in the output is one contiguous run (1-d arrays, chunks spanning
     # the trailing dimensions) are decoded straight into it: no scratch buffer, no copy.
     direct = cache is None and chain.decodes_into and out.ndim == len(chain.spec.shape) \
@@ -252,6 +262,52 @@ def _read_chunks(arr: ChunkedArray, plan: Plan, out: np.ndarray) -> None:
         _read_batches(arr, projections, place, out if chain.stores_raw else None)
     else:
         _run(arr, bounded(arr.copy_limit, task), projections, small)
+
+
+def _missing(arr: ChunkedArray, p: ChunkProjection, key: str) -> Any:
+    raise ChunkNotFoundError(f"array {arr.name}: chunk {p.coords} stored at {key!r} is missing "
+                             "(fill_missing_data_reads is false)")
+
+
+def _missing_inner(arr: ChunkedArray, key: str, within: tuple[int, ...],
+                   coords: tuple[int, ...] | None = None,
+                   outer: tuple[int, ...] | None = None) -> Any:
+    """Raise for the inner chunk at `within` of the shard at `key` (`outer`: of the shard
+    that is that shard's inner chunk at `outer`), `coords` in the array's inner chunk grid."""
+    chunk = "an inner chunk" if coords is None else f"chunk {coords}"
+    nested = "" if outer is None else f" in shard entry {outer}"
+    raise ChunkNotFoundError(f"array {arr.name}: {chunk} stored at shard entry {within}{nested} "
+                             f"of {key!r} is missing (fill_missing_data_reads is false)")
+
+
+def _strict_place(arr: ChunkedArray, chain: CodecChain,
+                  place: Callable[[ChunkProjection, str, Buffer | None], None]
+                  ) -> Callable[[ChunkProjection, str, Buffer | None], None]:
+    """`place` refusing the chunks not stored (fill_missing_data_reads false); for a chain
+    that shards behind other codecs, also the inner chunks not stored that `p` reads."""
+    shards = isinstance(chain.array_bytes, ShardingCodec)
+
+    def checked(p: ChunkProjection, key: str, data: Buffer | None) -> None:
+        if data is None:
+            _missing(arr, p, key)
+        if shards:
+            _check_inner(arr, chain, data, key, p)
+        place(p, key, data)
+
+    return checked
+
+
+def _check_inner(arr: ChunkedArray, chain: CodecChain, data: Buffer, key: str,
+                 p: ChunkProjection, outer: tuple[int, ...] | None = None) -> None:
+    """Raise ChunkNotFoundError if `p` reads an inner chunk the shard `data` does not store
+    (its chain shards behind array->array codecs, or is a shard's nested sharding)."""
+    positions = np.asarray(chain.shard_entries(data)[p.chunk_selection])
+    absent = positions[positions < 0]
+    if absent.size:
+        sharding = chain.array_bytes
+        flat = -1 - int(absent.reshape(-1)[0])
+        within = tuple(int(i) for i in np.unravel_index(flat, sharding.chunks_per_shard))
+        _missing_inner(arr, key, within, outer=outer)
 
 
 #: Decoded bytes of the small chunks one batch reads (`_read_batches`): what the store packs into
@@ -367,6 +423,8 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
     cps = sharding.chunks_per_shard
     groups = _shard_groups(plan, cps)
     inner, cache, fill = sharding.inner, arr.cache, arr.fill_value
+    if not arr.fill_missing and isinstance(inner.array_bytes, ShardingCodec):
+        cache = None  # a cached inner shard no longer tells which of its chunks it lacked
     if cache is None and inner.decodes_into and not plan.is_points:
         groups = _read_boxes(arr, sharding, groups, out, _small(arr, plan))
     tokens: dict[tuple[int, ...], Any] = {}  # cache tokens of the inner chunks fetched
@@ -387,6 +445,8 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
             return _fetch_inner_chunks(arr, sharding, group[0], members)
         return _fetch_cached(arr, sharding, group[0], members, tokens)
 
+    if not arr.fill_missing:  # wrapped once per read: the default path pays nothing per chunk
+        place = _strict_inner(arr, sharding, place)
     small = _small(arr, plan) if groups else True
     if len(groups) >= concurrency():  # enough shards to keep every thread busy
         _run(arr, bounded(arr.copy_limit, lambda g: [place(item) for item in fetch(g)]), groups,
@@ -395,6 +455,26 @@ def _read_sharded(arr: ChunkedArray, sharding: ShardingCodec, plan: Plan,
         fetch, place = bounded(arr.copy_limit, fetch), bounded(arr.copy_limit, place)
         items = [item for fetched in _run(arr, fetch, groups, small) for item in fetched]
         _run(arr, place, items, small)
+
+
+def _strict_inner(arr: ChunkedArray, sharding: ShardingCodec,
+                  place: Callable[[Any], None]) -> Callable[[Any], None]:
+    """`place` refusing inner chunks not stored (fill_missing_data_reads false), and, with
+    nested sharding, the inner chunks' own missing inner chunks that are read."""
+    cps, inner = sharding.chunks_per_shard, sharding.inner
+    nested = isinstance(inner.array_bytes, ShardingCodec)
+
+    def checked(item: tuple[Any, ChunkProjection, str]) -> None:
+        data, p, key = item
+        if data is None or (isinstance(data, _Cached) and data.chunk is None):
+            _missing_inner(arr, key, tuple(c % n for c, n in zip(p.coords, cps, strict=True)),
+                           p.coords)
+        if nested:
+            within = tuple(c % n for c, n in zip(p.coords, cps, strict=True))
+            _check_inner(arr, inner, data, key, p, within)
+        place(item)
+
+    return checked
 
 
 def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
@@ -500,8 +580,10 @@ def _read_boxes(arr: ChunkedArray, sharding: ShardingCodec, groups: list[Any], o
     slabs = [(shard, found, slab)
              for (shard, box, rows), found in zip(boxes, indexes, strict=True) if found[0] is not None
              for slab in _slabs(sharding, shard, box, rows)]
-    for (_, box, _), (index, _) in zip(boxes, indexes, strict=True):
+    for (shard, box, _), (index, _) in zip(boxes, indexes, strict=True):
         if index is None:  # a missing shard
+            if not arr.fill_missing:
+                _missing_box(arr, sharding, shard, box[0])
             out[box[2]] = arr.fill_value
     _run(arr, bounded(limit, lambda s: _read_slab(arr, sharding, *s, out)), slabs, inline)
     return rest
@@ -603,11 +685,37 @@ def _read_slab(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...
 
     def read(index: np.ndarray | None, generation: Any) -> None:
         if index is None:  # the shard was deleted meanwhile
+            if not arr.fill_missing:
+                _missing_box(arr, sharding, shard, slab[0], local=True)
             out[region] = arr.fill_value
         else:
+            if not arr.fill_missing:
+                _check_entries(arr, sharding, shard, slab, index)
             _read_slab_of(arr, sharding, key, index, generation, slab, out)
 
     _with_index(arr, sharding, shard, read, found)
+
+
+def _missing_box(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
+                 first: tuple[int, ...], local: bool = False) -> Any:
+    """Raise for the first inner chunk of a box (`first`: its coordinates in the array's
+    inner chunk grid, or within the shard if `local`) read from a shard not stored."""
+    cps = sharding.chunks_per_shard
+    within = tuple(f - s * n for f, s, n in zip(first, shard, cps, strict=True)) if not local \
+        else tuple(first)
+    coords = tuple(s * n + w for s, n, w in zip(shard, cps, within, strict=True))
+    _missing_inner(arr, arr.key(shard), within, coords)
+
+
+def _check_entries(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
+                   slab: _Box, index: np.ndarray) -> None:
+    """Raise for the first inner chunk of `slab` that the shard's `index` has no entry for."""
+    first, counts = slab[0], slab[1]
+    entries = index[tuple(slice(f, f + c) for f, c in zip(first, counts, strict=True))]
+    absent = np.argwhere(entries[..., 0] == _EMPTY)
+    if len(absent):
+        _missing_box(arr, sharding, shard,
+                     tuple(int(f + a) for f, a in zip(first, absent[0], strict=True)), True)
 
 
 def _read_slab_of(arr: ChunkedArray, sharding: ShardingCodec, key: str, index: np.ndarray,
@@ -663,6 +771,11 @@ def _place_box(block: np.ndarray, dest: np.ndarray) -> None:
     rank = dest.ndim
     counts, chunk = block.shape[:rank], block.shape[rank:]
     if dest.shape == tuple(c * n for c, n in zip(chunk, counts, strict=True)):
+        if dest.dtype.type.__module__ == "ml_dtypes":
+            # As unsigned integers of their size: as_strided goes through the array
+            # interface, whose typestr of float8_e5m2 ("<f1") numpy cannot read back.
+            carrier = np.dtype(f"u{dest.dtype.itemsize}")
+            dest, block = dest.view(carrier), block.view(carrier)
         # dest seen as (count, chunk) pairs per dimension: one strided copy.
         split = np.lib.stride_tricks.as_strided(
             dest, [x for c, n in zip(counts, chunk, strict=True) for x in (c, n)],
@@ -1201,3 +1314,26 @@ def _update_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, 
 
 def nchunks(shape: tuple[int, ...], chunks: tuple[int, ...]) -> int:
     return math.prod(-(-s // c) for s, c in zip(shape, chunks, strict=True))
+
+
+def inner_chunks_stored(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> int:
+    """How many inner chunks within the array's bounds the stored `shards` (grid positions)
+    hold, from their indexes read on the pool. Read afresh, not from the handle's cache: a
+    cached index is only checked when chunks are read at its offsets, so it may predate
+    another writer's change; the fresh ones replace it."""
+    sharding = arr.sharding
+    if sharding is None:
+        raise TypeError("inner_chunks_stored: the array is not sharded")
+    cps = sharding.chunks_per_shard
+    grid = [-(-s // c) for s, c in zip(arr.shape, sharding.chunk_shape, strict=True)]
+
+    def count(shard: tuple[int, ...]) -> int:
+        index, _ = _shard_index(arr, sharding, shard, fresh=True)
+        if index is None:  # deleted since it was listed
+            return 0
+        # An edge shard's index also has entries for positions beyond the array's edge.
+        inside = tuple(slice(0, max(0, min(n, g - s * n)))
+                       for s, n, g in zip(shard, cps, grid, strict=True))
+        return int(np.count_nonzero(index[inside][..., 0] != _EMPTY))
+
+    return sum(_run(arr, bounded(arr.copy_limit, count), shards, inline=len(shards) <= 1))

@@ -1,5 +1,6 @@
-"""Zarr v3 data types and their fill values (data-types.rst; TensorStore's bfloat16 and int4;
-zarr-python's registered string and bytes extensions).
+"""Zarr v3 data types and their fill values (data-types.rst; TensorStore's bfloat16, int2, int4,
+float4_e2m1fn and float8 types, zarr-extensions data types; zarr-python's registered string and
+bytes extensions).
 
 A fill value is held as a numpy scalar of the native-order dtype and converted from/to JSON
 bit-exactly: NaN payloads, -0.0, uint64/int64 extremes all survive a round trip. The module-level
@@ -22,12 +23,20 @@ import numpy as np
 
 from ..errors import DataTypeError
 from . import datetime_types as times
+from . import finite_floats
 from . import structured_type as structured
 from ._util import describe, is_int, parse_extension
 
+#: TensorStore's types beyond the core ones (zarr-extensions data types), as ml_dtypes has them.
+#: int2, int4 and float4_e2m1fn take a byte each, their value in the low bits.
+_ML_INTS = ("int2", "int4")
+_ML_FLOATS = ("bfloat16", "float8_e3m4", "float8_e5m2", *finite_floats.NAMES)
+_ML_DTYPES: dict[str, np.dtype] = {
+    name: np.dtype(getattr(ml_dtypes, name)) for name in (*_ML_INTS, *_ML_FLOATS)}
+_ML_NAME_BY_TYPE = {dtype.type: name for name, dtype in _ML_DTYPES.items()}
+
 _CORE_DTYPES: dict[str, np.dtype] = {
     "bool": np.dtype(np.bool_),
-    "int4": np.dtype(ml_dtypes.int4),
     "int8": np.dtype(np.int8),
     "int16": np.dtype(np.int16),
     "int32": np.dtype(np.int32),
@@ -37,11 +46,11 @@ _CORE_DTYPES: dict[str, np.dtype] = {
     "uint32": np.dtype(np.uint32),
     "uint64": np.dtype(np.uint64),
     "float16": np.dtype(np.float16),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
     "float32": np.dtype(np.float32),
     "float64": np.dtype(np.float64),
     "complex64": np.dtype(np.complex64),
     "complex128": np.dtype(np.complex128),
+    **_ML_DTYPES,
 }
 
 # Keyed by (kind, itemsize) rather than dtype.type: numpy has distinct scalar types of equal
@@ -49,11 +58,11 @@ _CORE_DTYPES: dict[str, np.dtype] = {
 _NAME_BY_LAYOUT: dict[tuple[str, int], str] = {
     (dt.kind, dt.itemsize): name
     for name, dt in _CORE_DTYPES.items()
-    if name not in ("int4", "bfloat16")
+    if name not in _ML_DTYPES
 }
 
 _KIND_BY_NAME: dict[str, str] = {
-    "bool": "bool", "int4": "int", "bfloat16": "float",
+    "bool": "bool", **dict.fromkeys(_ML_INTS, "int"), **dict.fromkeys(_ML_FLOATS, "float"),
     **{f"int{n}": "int" for n in (8, 16, 32, 64)},
     **{f"uint{n}": "uint" for n in (8, 16, 32, 64)},
     **{f"float{n}": "float" for n in (16, 32, 64)},
@@ -90,6 +99,8 @@ _TIME_KINDS = ("datetime", "timedelta")
 _FLOAT_FORMATS: dict[np.dtype, tuple[int, int]] = {
     np.dtype(np.float16): (5, 10),
     np.dtype(ml_dtypes.bfloat16): (8, 7),
+    np.dtype(ml_dtypes.float8_e3m4): (3, 4),
+    np.dtype(ml_dtypes.float8_e5m2): (5, 2),
     np.dtype(np.float32): (8, 23),
     np.dtype(np.float64): (11, 52),
 }
@@ -283,9 +294,14 @@ class DataType:
             value = value[()]
         if isinstance(value, np.generic):
             if value.dtype == self.dtype:
-                # Integers have one bit pattern per value, except int4, whose unused high bits
-                # vary by producer (TensorStore sign-extends); rebuild it so equal means equal.
-                return self.dtype.type(int(value)) if self.kind == "int" else value
+                # Integers have one bit pattern per value, except int2/int4, whose unused high
+                # bits vary by producer (TensorStore sign-extends); rebuild it so equal means
+                # equal. float4_e2m1fn's are dropped likewise.
+                if self.kind == "int":
+                    return self.dtype.type(int(value))
+                if self.name == "float4_e2m1fn":
+                    return float_from_bits(finite_floats.value_bits(value, self.dtype), self.dtype)
+                return value
             if self.kind == "raw":
                 return _raw_from_bytes(np.asarray(value).tobytes(), self.dtype, where)
             if self.kind not in ("struct", *_TIME_KINDS):  # those take numpy's values as such
@@ -310,7 +326,7 @@ class DataType:
         if kind in ("int", "uint") and isinstance(value, float) and value.is_integer():
             value = int(value)
         elif kind == "float" and isinstance(value, float):
-            return round_to_float(value, self.dtype)
+            return round_to_float(value, self.dtype, where=where)
         elif kind == "complex" and (is_int(value) or isinstance(value, float | complex)):
             part = _COMPONENT[self.dtype]
             return _complex_from_parts(round_to_float(complex(value).real, part),
@@ -363,10 +379,8 @@ def _dtype_for_name(name: str, *, where: str) -> np.dtype | None:
 
 
 def _name_for_dtype(dtype: np.dtype) -> str | None:
-    if dtype.type is ml_dtypes.bfloat16:
-        return "bfloat16"
-    if dtype.type is ml_dtypes.int4:
-        return "int4"
+    if dtype.type in _ML_NAME_BY_TYPE:
+        return _ML_NAME_BY_TYPE[dtype.type]
     if dtype.kind not in "biufc":
         return None
     return _NAME_BY_LAYOUT.get((dtype.kind, dtype.itemsize))
@@ -407,7 +421,7 @@ def _length_bytes(name: str, config: dict[str, Any], where: str) -> int:
 
 @cache
 def _int_range(dtype: np.dtype) -> tuple[int, int]:
-    info = ml_dtypes.iinfo(dtype) if dtype.type is ml_dtypes.int4 else np.iinfo(dtype)
+    info = ml_dtypes.iinfo(dtype) if dtype.name in _ML_INTS else np.iinfo(dtype)
     return int(info.min), int(info.max)
 
 
@@ -475,9 +489,11 @@ def _round_bits(magnitude: Fraction, negative: bool, ebits: int, mbits: int) -> 
     return sign | (exp + bias) << mbits | (mantissa - (1 << mbits))
 
 
-def round_to_float(value: int | float, dtype: np.dtype) -> Any:
+def round_to_float(value: int | float, dtype: np.dtype, *, where: str = "fill_value") -> Any:
     """A JSON/Python number rounded to the nearest value of the float `dtype` (spec rule)."""
     dtype = np.dtype(dtype)
+    if finite_floats.handles(dtype):
+        return finite_floats.rounded(value, dtype, where=where)
     if isinstance(value, float):
         if math.isnan(value):
             return float_from_bits(_canonical_nan_bits(dtype), dtype)
@@ -495,6 +511,8 @@ def round_to_float(value: int | float, dtype: np.dtype) -> Any:
 def float_from_json(value: Any, dtype: np.dtype, *, where: str) -> Any:
     """Parse a float fill value: a number, "NaN", "Infinity", "-Infinity" or "0x<bits>"."""
     dtype = np.dtype(dtype)
+    if finite_floats.handles(dtype):
+        return finite_floats.from_json(value, dtype, where=where)
     if is_int(value) or isinstance(value, float):
         return round_to_float(value, dtype)
     if not isinstance(value, str):
@@ -514,6 +532,8 @@ def float_from_json(value: Any, dtype: np.dtype, *, where: str) -> Any:
 def float_to_json(scalar: Any, dtype: np.dtype) -> float | str:
     """Canonical NaN -> "NaN", other NaNs -> hex bits, ±inf -> strings, finite -> a number."""
     dtype = np.dtype(dtype)
+    if finite_floats.handles(dtype):
+        return finite_floats.to_json(scalar, dtype)
     ebits, mbits = _float_format(dtype)
     bits = float_bits(scalar, dtype)
     exp_mask = ((1 << ebits) - 1) << mbits

@@ -21,14 +21,18 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import DataTypeError
+from . import finite_floats
 from ._util import describe, is_int
 from .data_type import decode_base64, float_from_json, float_to_json
 
 _TYPESTR = re.compile(r"([<>|])([biufcmMSUVO])([0-9]+)?(\[[0-9]*[A-Za-z]+\])?")
 _EXTENSIONS: dict[str, np.dtype] = {
     name: np.dtype(getattr(ml_dtypes, name)) for name in (
-        "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e4m3b11fnuz", "float8_e5m2",
-        "float8_e5m2fnuz", "int4")}
+        "bfloat16", "float8_e3m4", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e4m3b11fnuz",
+        "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "int2", "int4")}
+#: TensorStore writes float4_e2m1fn fill values as base64 of the value's byte, not numbers.
+_FLOAT4 = np.dtype(ml_dtypes.float4_e2m1fn)
+_SPECIAL_FLOATS = ("NaN", "Infinity", "-Infinity")
 _EXTENSION_NAMES = {dtype: name for name, dtype in _EXTENSIONS.items()}
 _SIZES = {"b": (1,), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8), "f": (2, 4, 8), "c": (8, 16),
           "m": (8,), "M": (8,)}
@@ -285,17 +289,18 @@ class DataTypeV2:
         return self.dtype.type(value)
 
     def _parse_float(self, value: Any, where: str) -> Any:
-        if self.dtype in _IEEE:
-            if isinstance(value, str) and value not in ("NaN", "Infinity", "-Infinity"):
-                raise DataTypeError(f"{where}: expected a number, \"NaN\", \"Infinity\" or "
-                                    f"\"-Infinity\", got {describe(value)}")
-            return float_from_json(value, self.dtype, where=where)
-        special = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-        if isinstance(value, str) and value in special:
-            value = special[value]
-        if not (is_int(value) or isinstance(value, float)):
-            raise DataTypeError(f"{where}: expected a number, got {describe(value)}")
-        return np.asarray(float(value)).astype(self.dtype)[()]
+        """As a v3 float fill value without the hex form (the extension types' specials and
+        rounding included), float4_e2m1fn's base64 byte too."""
+        if self.dtype == _FLOAT4 and isinstance(value, str) and value not in _SPECIAL_FLOATS:
+            data = self._decode_base64(value, where)
+            if len(data) != 1:
+                raise DataTypeError(f"{where}: expected base64 of 1 byte for float4_e2m1fn, got "
+                                    f"{describe(value)}")
+            return finite_floats.from_bits(data[0], self.dtype, where=where, shown=value)
+        if isinstance(value, str) and value not in _SPECIAL_FLOATS:
+            raise DataTypeError(f"{where}: expected a number, \"NaN\", \"Infinity\" or "
+                                f"\"-Infinity\", got {describe(value)}")
+        return float_from_json(value, self.dtype, where=where)
 
     def _parse_complex(self, value: Any, where: str) -> Any:
         if not isinstance(value, list) or len(value) != 2:
@@ -352,6 +357,9 @@ class DataTypeV2:
         return int(value)
 
     def _json_float(self, value: Any) -> float | str:
+        if self.dtype == _FLOAT4:
+            data = bytes([finite_floats.value_bits(value, self.dtype)])
+            return base64.standard_b64encode(data).decode("ascii")
         if self.dtype not in _IEEE:
             number = float(value)
             return number if math.isfinite(number) else \

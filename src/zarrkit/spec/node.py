@@ -59,6 +59,8 @@ class OpenState:
     #: The spec's own resource members ("cache_pool": "cache_pool#a" or an inline object):
     #: a spec retaining the context must name the same resources, or it reopens without them.
     resources: dict[str, Any] = field(default_factory=dict)
+    #: False: reads of chunks not stored raise ChunkNotFoundError instead of filling them in.
+    fill_missing_data_reads: bool = True
 
     def min_time(self) -> Any:
         """When cached data must have been read to be served (None: never serve)."""
@@ -87,6 +89,8 @@ class OpenState:
             out["assume_metadata"] = True
         if self.recheck_cached_data is not True:
             out["recheck_cached_data"] = self.recheck_cached_data
+        if not self.fill_missing_data_reads:  # TensorStore records only the non-default
+            out["fill_missing_data_reads"] = False
         if self.recheck_cached_metadata != "open":
             out["recheck_cached_metadata"] = self.recheck_cached_metadata
         return out
@@ -262,12 +266,14 @@ class SpecNode:
 
     # -- what the engine gets from the spec ------------------------------------------------------
     def _engine_options(self) -> dict[str, Any]:
-        """Keywords for the engine's `ChunkedArray`: the cache pool and concurrency bounds."""
+        """Keywords for the engine's `ChunkedArray`: the cache pool, concurrency bounds and
+        whether missing chunks read as the fill value."""
         state = self._open_state
         if state is None:
             return {}
         return {"cache": self._cache_binding(), "copy_limit": state.copy_limit,
-                "io_limit": state.io_limit}
+                "io_limit": state.io_limit, "fill_missing": state.fill_missing_data_reads,
+                "name": self.name}
 
     # -- the decoded-chunk cache -----------------------------------------------------------------
     def _cache_binding(self) -> CacheBinding | None:

@@ -155,7 +155,16 @@ def _state(json: dict[str, Any], options: dict[str, Any], mode: _Mode) -> OpenSt
     return OpenState(context, pool, bounds["recheck_cached_data"],
                      bounds["recheck_cached_metadata"], mode.assume_metadata,
                      copy_limit=copy.semaphore, io_limit=_file_io_limit(json, context),
-                     resources=members)
+                     resources=members, fill_missing_data_reads=_fill_missing(json))
+
+
+def _fill_missing(json: dict[str, Any]) -> bool:
+    """fill_missing_data_reads: true (the default) reads missing chunks as the fill value;
+    false makes such reads raise ChunkNotFoundError."""
+    value = json.get("fill_missing_data_reads", True)
+    if not isinstance(value, bool):  # null too, as TensorStore
+        raise SpecError(f"fill_missing_data_reads: expected true or false, got {value!r}")
+    return value
 
 
 def _file_io_limit(json: dict[str, Any], context: Context) -> Any:
@@ -209,9 +218,6 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
     driver = _ZARR2 if check_driver(json) == "zarr" else _ZARR3
     driver.check_members(json)
     mode = _mode(json, options)
-    if json.get("fill_missing_data_reads", True) is not True:
-        raise SpecError("fill_missing_data_reads: only true is supported (missing chunks read "
-                        "as the fill value)")
     transform = IndexTransform.from_json(json["transform"]) if "transform" in json else None
     constraints = driver.constraints(json)
     schema = _schema(json, options, transform)

@@ -11,7 +11,6 @@ import copy
 import re
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from ..errors import DataTypeError, MetadataError, SpecError
@@ -85,10 +84,8 @@ class CodecSpec:
 
 def dtype_name(value: Any, where: str = "dtype") -> str:
     """TensorStore's name of a data type ("uint16", "bfloat16", ...) from a name or dtype."""
-    if isinstance(value, str) and (value in _V2_ONLY or value in V2_FLOAT8):
+    if isinstance(value, str) and value in _V2_ONLY:
         return value
-    if isinstance(value, np.dtype) and value in V2_FLOAT8.values():
-        return value.name
     try:
         data_type = DataType.parse(value)
     except (DataTypeError, MetadataError, TypeError) as exc:
@@ -109,9 +106,6 @@ def json_dtype(value: Any, where: str = "dtype") -> Any:
 
 
 _V2_ONLY = ("string", "ustring", "json")  # TensorStore dtypes that only the zarr driver stores
-# TensorStore dtypes that only the zarr driver stores and Zarr v3 has no name for.
-V2_FLOAT8 = {name: np.dtype(getattr(ml_dtypes, name)) for name in (
-    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz")}
 
 
 class Schema:
@@ -340,12 +334,8 @@ def plain_fill(value: Any) -> Any:
 
 def _cast_fill(value: Any, dtype: str, where: str) -> np.ndarray:
     """A fill value (Python, numpy or Zarr JSON form) as a 0-d array of the data type."""
-    if dtype in _V2_ONLY or dtype in V2_FLOAT8:
-        value = plain_fill(value)
     if dtype in _V2_ONLY:
-        return np.asarray(value, dtype=object)
-    if dtype in V2_FLOAT8:
-        return np.asarray(value, dtype=V2_FLOAT8[dtype])
+        return np.asarray(plain_fill(value), dtype=object)
     return cast_fill(value, DataType.parse(dtype), where)
 
 
@@ -410,7 +400,7 @@ def same_fill(a: np.ndarray, b: np.ndarray) -> bool:
 def fill_json(value: np.ndarray, dtype: str | None) -> Any:
     """TensorStore's JSON of a fill value: floats as numbers (NaN and infinities too), complex
     as [real, imag]; not Zarr's "NaN" strings and hex bits."""
-    if dtype is None or dtype in _V2_ONLY or dtype in V2_FLOAT8 or value.dtype.hasobject:
+    if dtype is None or dtype in _V2_ONLY or value.dtype.hasobject:
         return np.asarray(plain_fill(value)).tolist()
     data_type = DataType.parse(dtype)
     scalar = data_type.cast_fill_value(value[()])

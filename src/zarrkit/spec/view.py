@@ -1,8 +1,9 @@
 """Lazy views of an array: an index transform on top of the eager numpy indexing.
 
 `View` composes TensorStore's operations (`[...]`, `.oindex`, `.vindex`, `.translate_to`,
-`.translate_by`, `.label`, `.T`, `.transpose`) without touching data; `read()` and `write()`
-return `concurrent.futures.Future`s that asyncio code may also await. Executing a view
+`.translate_by`, `.label`, `.T`, `.transpose`, and dimension expressions such as
+`view[zarrkit.d["x"][2:5]]`) without touching data; `read()` and `write()` return
+`concurrent.futures.Future`s that asyncio code may also await. Executing a view
 computes the equivalent selection on the base array: a basic (slice/integer) selection when
 every output dimension is a constant or a strided input dimension used once, otherwise point
 (vindex) selection of the broadcast coordinates.
@@ -23,8 +24,17 @@ import numpy as np
 
 from ..errors import CopyRequiredError, DataTypeError, SelectionError
 from .chunk_layout import ChunkLayout
+from .dim_expression import DimExpression
 from .schema import CodecSpec, Schema
-from .transform import INF, INF_MAX, IndexDomain, IndexTransform, OutputIndexMap, certainly_empty
+from .transform import (
+    INF,
+    INF_MAX,
+    IndexDomain,
+    IndexTransform,
+    OutputIndexMap,
+    certainly_empty,
+    propagate_bounds,
+)
 from .units import Unit, Units
 
 _pool: ThreadPoolExecutor | None = None
@@ -139,6 +149,8 @@ class View:
         return View(self.base, transform)
 
     def __getitem__(self, selection: Any) -> View:
+        if isinstance(selection, DimExpression):  # view[d["x"][2:5]], as TensorStore
+            return self._with(selection.apply(self.transform))
         return self._with(self.transform.index(selection, "numpy"))
 
     def __setitem__(self, selection: Any, value: Any) -> None:
@@ -188,7 +200,10 @@ class View:
         if new_shape is not None:
             _check_direction(tuple(self.base.shape), new_shape, expand_only, shrink_only)
             self.base._resize_to(new_shape, erase=not resize_metadata_only)
-        return View(self.base, _resolve_bounds(self.transform, tuple(self.base.shape)))
+        # Resolved as TensorStore resolves: a bound stays implicit only if the array's is (a
+        # lower bound marked implicit becomes the array's explicit origin).
+        return View(self.base, propagate_bounds(self.transform,
+                                                IndexDomain.from_shape(self.base.shape)))
 
     # -- data --------------------------------------------------------------------------------
     def read(self) -> ViewFuture:

@@ -28,7 +28,7 @@ from ..metadata.data_type import TEXT_KINDS, DataType
 from ..metadata.v2 import ArrayMetadataV2
 from ..metadata.v2_dtype import DataTypeV2
 from .chunk_layout import ChunkLayout, choose_chunk_shapes, updated_layout
-from .schema import V2_FLOAT8, CodecSpec, Schema, dtype_name, plain_fill, same_fill, schema_fill
+from .schema import CodecSpec, Schema, dtype_name, plain_fill, same_fill, schema_fill
 from .transform import INF, INF_MAX, IndexDomain
 from .v2_compressor import DEFAULT_COMPRESSOR, check_compressor, with_defaults
 from .zarr3 import MetadataConstraints, member_ints, merged_domain
@@ -153,8 +153,6 @@ def ts_dtype(data_type: DataTypeV2) -> str | None:
 
 
 def _from_name(name: str) -> DataTypeV2:
-    if name in V2_FLOAT8:
-        return DataTypeV2.from_numpy(V2_FLOAT8[name])
     try:
         data_type = DataType.parse(name)
         if data_type.kind in TEXT_KINDS:  # zarr-python's v3 names: no TensorStore dtype
