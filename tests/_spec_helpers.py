@@ -7,6 +7,7 @@ import itertools
 import json
 from typing import Any
 
+import numpy as np
 import tensorstore as ts
 
 import zarrkit
@@ -65,3 +66,18 @@ def same_outcome(expected: tuple[Any, Any], actual: tuple[Any, Any]) -> bool:
     if expected[0] == "error":
         return actual[0] == "error"
     return expected == actual
+
+
+#: A small array both libraries open in the view tests (`stored_pair`).
+VIEW_SHAPE = (4, 5, 6)
+VIEW_DATA = np.arange(np.prod(VIEW_SHAPE), dtype=np.int32).reshape(VIEW_SHAPE)
+
+
+def stored_pair(tmp_path: Any, name: str = "a") -> tuple[Any, Any, dict[str, Any]]:
+    """`VIEW_DATA` stored by TensorStore and opened by both libraries: (TensorStore's handle,
+    zarrkit's, the spec)."""
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path / name)}}
+    t = ts.open(spec, create=True, dtype=ts.int32, shape=list(VIEW_SHAPE),
+                chunk_layout=ts.ChunkLayout(chunk_shape=[2, 2, 4])).result()
+    t[...] = VIEW_DATA
+    return t, zarrkit.open(spec), spec

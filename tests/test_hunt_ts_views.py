@@ -12,17 +12,7 @@ from zarrkit.errors import DataTypeError, SelectionError
 
 ts = pytest.importorskip("tensorstore")
 
-SHAPE = (4, 5, 6)
-DATA = np.arange(np.prod(SHAPE), dtype=np.int32).reshape(SHAPE)
-
-
-def _pair(tmp_path, name="a"):
-    """The same stored array opened by both libraries."""
-    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path / name)}}
-    t = ts.open(spec, create=True, dtype=ts.int32, shape=list(SHAPE),
-                chunk_layout=ts.ChunkLayout(chunk_shape=[2, 2, 4])).result()
-    t[...] = DATA
-    return t, zarrkit.open(spec), spec
+from _spec_helpers import VIEW_DATA, VIEW_SHAPE, stored_pair  # noqa: E402
 
 
 def _stored(spec):
@@ -47,7 +37,7 @@ BOOL0 = ["x[True]", "x[np.array(False)]", "x[1, True]", "x[[1, 2], True]", "x[Tr
 
 @pytest.mark.parametrize("expression", BOOL0)
 def test_0d_boolean_index_like_tensorstore(tmp_path, expression):
-    t, a, _ = _pair(tmp_path)
+    t, a, _ = stored_pair(tmp_path)
     tv = eval(expression, {"x": t, "np": np})  # noqa: S307 - test table
     zv = eval(expression, {"x": a.view, "np": np})  # noqa: S307 - test table
     assert zv.domain.to_json() == tv.domain.to_json()
@@ -56,7 +46,7 @@ def test_0d_boolean_index_like_tensorstore(tmp_path, expression):
 
 
 def test_writes_through_a_0d_boolean_index(tmp_path):
-    t, a, spec = _pair(tmp_path)
+    t, a, spec = stored_pair(tmp_path)
     a.view[1, True, 2].write(np.full((1, 6), -1, np.int32)).result()
     t[1, True, 2].write(np.full((1, 6), -1, np.int32)).result()
     assert (_stored(spec).read().result() == t.read().result()).all()
@@ -67,7 +57,7 @@ def test_writes_through_a_0d_boolean_index(tmp_path):
 @pytest.mark.parametrize("axes", [[-1, 0, 1], ["c", "a", "b"], ["c", 0, "b"], (2, 1, 0), None,
                                   range(3), [np.int64(2), 0, 1]])
 def test_transpose_by_index_or_label_like_tensorstore(tmp_path, axes):
-    t, a, _ = _pair(tmp_path)
+    t, a, _ = stored_pair(tmp_path)
     tv = t.label["a", "b", "c"].transpose(axes)
     zv = a.label["a", "b", "c"].transpose(axes)
     assert zv.domain.to_json() == tv.domain.to_json()
@@ -77,7 +67,7 @@ def test_transpose_by_index_or_label_like_tensorstore(tmp_path, axes):
 @pytest.mark.parametrize("axes", ["abc", [1.0, 0, 2], ["c", "a", "a"], [3, 0, 1], [-4, 0, 1],
                                   [2, 0], 1.5])
 def test_transpose_refusals_are_selection_errors(tmp_path, axes):
-    t, a, _ = _pair(tmp_path)
+    t, a, _ = stored_pair(tmp_path)
     with pytest.raises((ValueError, TypeError)):
         t.label["a", "b", "c"].transpose(axes)
     with pytest.raises(SelectionError, match="transpose"):
@@ -94,7 +84,7 @@ def test_transpose_of_rank_1_takes_one_dimension():
 @pytest.mark.parametrize("selection", [slice(1.0, 2), slice(0, 2.5), slice(None, None, 1.0),
                                        slice("1", 3)])
 def test_slice_members_must_be_integers(tmp_path, selection):
-    t, a, _ = _pair(tmp_path)
+    t, a, _ = stored_pair(tmp_path)
     with pytest.raises(TypeError):
         t[selection]
     with pytest.raises(SelectionError, match="is not an integer or None"):
@@ -102,7 +92,7 @@ def test_slice_members_must_be_integers(tmp_path, selection):
 
 
 def test_slice_members_with_index_are_integers(tmp_path):
-    t, a, _ = _pair(tmp_path)
+    t, a, _ = stored_pair(tmp_path)
     s = slice(np.int32(1), np.int64(3), np.int8(1))
     assert a.view[s].domain.to_json() == t[s].domain.to_json()
 
@@ -117,38 +107,38 @@ UNSAFE = [np.array([1.5, 2]), np.array([1.0, 2.0]), np.array([1, 2], "int64"),
 @pytest.mark.parametrize("value", UNSAFE, ids=lambda v: str(v.dtype))
 def test_an_array_written_must_cast_safely(tmp_path, value):
     """TensorStore refuses numpy arrays whose values might not fit; nothing is written."""
-    t, a, spec = _pair(tmp_path)
+    t, a, spec = stored_pair(tmp_path)
     with pytest.raises(TypeError):
         t[0, 0, :2].write(value).result()
     with pytest.raises(DataTypeError, match=f"data type {value.dtype} .* int32"):
         a.view[0, 0, :2].write(value)
     with pytest.raises(DataTypeError):
         a.view[0, 0, :2] = value
-    assert (_stored(spec).read().result() == DATA).all()
+    assert (_stored(spec).read().result() == VIEW_DATA).all()
 
 
 @pytest.mark.parametrize("value", [[2**40, 1], 2**40])
 def test_an_out_of_range_python_integer_is_refused_not_wrapped(tmp_path, value):
-    t, a, spec = _pair(tmp_path)
+    t, a, spec = stored_pair(tmp_path)
     with pytest.raises(OverflowError):
         t[0, 0, :2].write(value).result()
     with pytest.raises(DataTypeError, match="out of bounds"):
         a.view[0, 0, :2].write(value)
-    assert (_stored(spec).read().result() == DATA).all()
+    assert (_stored(spec).read().result() == VIEW_DATA).all()
 
 
 @pytest.mark.parametrize("value", [np.array([1, 2], "int16"), [1, 2], [1.5, 2], np.int64(3),
                                    3.0, np.array([True, False]), "3", (np.int64(1), 2)],
                          ids=repr)
 def test_values_written_like_tensorstore(tmp_path, value):
-    t, a, _ = _pair(tmp_path)
+    t, a, _ = stored_pair(tmp_path)
     t[0, 0, :2].write(value).result()
     a.view[0, 0, :2].write(value).result()
     assert (a.view[0, 0, :2].read().result() == t[0, 0, :2].read().result()).all()
 
 
 def test_a_written_array_is_taken_when_write_is_called(tmp_path):
-    _, a, _ = _pair(tmp_path)
+    _, a, _ = stored_pair(tmp_path)
     value = np.full((5, 6), 7, np.int32)
     future = a.view[0].write(value)
     value[...] = 9  # the caller reuses its buffer before the write is done
@@ -176,8 +166,8 @@ RESIZES = [dict(exclusive_max=[9, None, None]), dict(exclusive_max=[None, None, 
 @pytest.mark.parametrize("view", VIEWS)
 def test_resize_of_a_view_like_tensorstore(tmp_path, view, resize):
     """The same refusals, the same returned domain, the same stored shape and data."""
-    t, _, t_spec = _pair(tmp_path, "t")
-    _, a, a_spec = _pair(tmp_path, "a")
+    t, _, t_spec = stored_pair(tmp_path, "t")
+    _, a, a_spec = stored_pair(tmp_path, "a")
     tv = eval(view, {"x": t})  # noqa: S307 - test table
     zv = eval(view, {"x": a.view})  # noqa: S307 - test table
     expected = _outcome(lambda: tv.resize(**resize).result().domain.to_json(), ValueError)
@@ -193,7 +183,7 @@ def test_resize_of_a_view_like_tensorstore(tmp_path, view, resize):
 
 
 def test_resize_of_a_view_opened_from_a_spec(tmp_path):
-    _, _, spec = _pair(tmp_path)
+    _, _, spec = stored_pair(tmp_path)
     transform = {"input_inclusive_min": [10, 0, 0], "input_exclusive_max": [[14], [5], [6]],
                  "input_labels": ["x", "y", "z"],
                  "output": [{"input_dimension": 0, "offset": -10}, {"input_dimension": 1},
@@ -219,16 +209,16 @@ def test_resize_of_a_view_opened_from_a_spec(tmp_path):
 def test_resize_arguments_are_checked_before_anything_changes(tmp_path, kwargs, message):
     """TensorStore refuses these too (a negative exclusive_max it would store as a negative
     shape in zarr.json; an explicit bound even if unchanged)."""
-    _, a, spec = _pair(tmp_path)
+    _, a, spec = stored_pair(tmp_path)
     with pytest.raises(SelectionError, match=message):
         a.resize(**kwargs)
-    assert a.shape == SHAPE
-    assert (_stored(spec).read().result() == DATA).all()
+    assert a.shape == VIEW_SHAPE
+    assert (_stored(spec).read().result() == VIEW_DATA).all()
 
 
 def test_resize_of_a_read_only_view_is_refused(tmp_path):
-    _, _, spec = _pair(tmp_path)
+    _, _, spec = stored_pair(tmp_path)
     r = zarrkit.open(spec["kvstore"]["path"], mode="r")
     with pytest.raises(zarrkit.ZarrkitError):
         r.view.resize(exclusive_max=[9, None, None])
-    assert _stored(spec).shape == SHAPE
+    assert _stored(spec).shape == VIEW_SHAPE

@@ -5,16 +5,14 @@ through the primary compressor with nothing added), and the values zarr 1.x wrot
 
 from __future__ import annotations
 
-import bz2
 import json
 import lzma
 import zipfile
-import zlib
 
-import numcodecs
 import numpy as np
 import pytest
 import zarr
+from _v1_helpers import compress_v1
 from _v2_helpers import assert_same
 
 import zarrkit
@@ -22,18 +20,6 @@ from zarrkit.cli import main
 
 META = {"zarr_format": 1, "shape": [4], "chunks": [2], "dtype": "<i4", "compression": "zlib",
         "compression_opts": 1, "fill_value": 0, "order": "C"}
-
-
-def _compress(name, opts, raw):
-    if name == "zlib":
-        return zlib.compress(raw, opts)
-    if name == "bz2":
-        return bz2.compress(raw, opts)
-    if name == "lzma":
-        return lzma.compress(raw, **opts)
-    if name == "blosc":
-        return numcodecs.Blosc(**opts).encode(raw)
-    return raw
 
 
 def v1_store(data, chunks, *, dtype=None, compression="zlib", compression_opts=1, fill_value=0,
@@ -56,7 +42,7 @@ def v1_store(data, chunks, *, dtype=None, compression="zlib", compression_opts=1
             else np.zeros(chunks, data.dtype)
         part = data[region]
         chunk[tuple(slice(0, n) for n in part.shape)] = part
-        store[key] = _compress(compression, compression_opts, chunk.tobytes(order=order))
+        store[key] = compress_v1(compression, compression_opts, chunk.tobytes(order=order))
     return store
 
 
@@ -308,7 +294,7 @@ def test_attrs_are_read_and_may_be_missing_but_must_be_an_object():
 def test_chunk_of_the_wrong_size_is_named(compression, opts):
     store = v1_store(np.arange(6, dtype="<i4"), (3,), compression=compression,
                      compression_opts=opts)
-    store["1"] = _compress(compression, opts, b"\0" * 16)  # 4 elements, not 3
+    store["1"] = compress_v1(compression, opts, b"\0" * 16)  # 4 elements, not 3
     with pytest.raises(zarrkit.CorruptDataError, match="chunk '1'.*16 bytes"):
         zarrkit.open(store, mode="r")[...]
     store["1"] = b"junk"

@@ -15,6 +15,8 @@ from zarrkit.spec.dim_expression import DimExpression
 
 ts = pytest.importorskip("tensorstore")
 
+from _spec_helpers import VIEW_DATA, VIEW_SHAPE, stored_pair  # noqa: E402
+
 # -- transforms: the same expression on a TensorStore and a zarrkit IndexTransform -------------
 
 BASES = {
@@ -172,19 +174,6 @@ def test_each_expression_is_valid_somewhere(expression):
 
 # -- data: views and arrays of a stored array, indexed with the same expression ---------------
 
-SHAPE = (4, 5, 6)
-DATA = np.arange(np.prod(SHAPE), dtype=np.int32).reshape(SHAPE)
-
-
-def _pair(tmp_path, name="a"):
-    """The same stored array opened by both libraries, its dimensions labelled x, y, z."""
-    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path / name)}}
-    t = ts.open(spec, create=True, dtype=ts.int32, shape=list(SHAPE),
-                chunk_layout=ts.ChunkLayout(chunk_shape=[2, 2, 4])).result()
-    t[...] = DATA
-    return t, zarrkit.open(spec), spec
-
-
 def _labelled(t, a):
     return t[ts.d[:].label["x", "y", "z"]], a[d[:].label["x", "y", "z"]]
 
@@ -212,7 +201,7 @@ READS = [
 
 @pytest.mark.parametrize("expression", READS)
 def test_reads_like_tensorstore(tmp_path, expression):
-    t, a, _ = _pair(tmp_path)
+    t, a, _ = stored_pair(tmp_path)
     tv, zv = _labelled(t, a)
     tv = tv[eval(expression, {"D": ts.d})]  # noqa: S307 - test table
     zv = zv[eval(expression, {"D": d})]  # noqa: S307 - test table
@@ -223,7 +212,7 @@ def test_reads_like_tensorstore(tmp_path, expression):
 
 
 def test_writes_like_tensorstore(tmp_path):
-    t, a, spec = _pair(tmp_path, "w")
+    t, a, spec = stored_pair(tmp_path, "w")
     tv, zv = _labelled(t, a)
     value = np.arange(-12, 0, dtype=np.int32).reshape(4, 1, 3)  # (x, y, z), broadcast
     zv[d["z", "x"][1:4, 0:4]] = value  # through a view: a setitem, as TensorStore's
@@ -232,16 +221,16 @@ def test_writes_like_tensorstore(tmp_path):
     t[ts.d[2, 0].translate_to[0].transpose[0, 1][0, 1]] = np.int32(99)
     stored = ts.open(spec).result().read().result()
     assert (stored == t.read().result()).all()
-    assert (stored[0:4, :, 1:4] != DATA[0:4, :, 1:4]).all()
+    assert (stored[0:4, :, 1:4] != VIEW_DATA[0:4, :, 1:4]).all()
 
 
 def test_an_array_indexed_with_an_expression_is_a_lazy_view(tmp_path):
-    _, a, _ = _pair(tmp_path)
+    _, a, _ = stored_pair(tmp_path)
     view = a[d[1].translate_by[10][12:14]]
     assert isinstance(view, zarrkit.View)
     assert view.domain.to_json() == a.view[d[1].translate_by[10][12:14]].domain.to_json()
-    assert (view.read().result() == DATA[:, 2:4]).all()
-    assert (np.asarray(a[1:2]) == DATA[1:2]).all()  # numpy indexing stays eager
+    assert (view.read().result() == VIEW_DATA[:, 2:4]).all()
+    assert (np.asarray(a[1:2]) == VIEW_DATA[1:2]).all()  # numpy indexing stays eager
 
 
 def test_the_selection_follows_each_operation():
@@ -322,7 +311,7 @@ def test_malformed_expressions_are_refused_when_built(make):
 
 
 def test_errors_through_a_view_leave_it_unchanged(tmp_path):
-    _, a, _ = _pair(tmp_path)
+    _, a, _ = stored_pair(tmp_path)
     view = a.view
     with pytest.raises(SelectionError, match="labelled 'x'"):
         view[d["x"][0]]
@@ -360,8 +349,8 @@ RESIZES = [
 def test_resize_through_marked_bounds_like_tensorstore(tmp_path, expression, bounds):
     """Each library resizes its own copy through the same view: the same refusals, the same
     resolved view, the same stored arrays after."""
-    t, _, tspec = _pair(tmp_path, "t")
-    _, a, zspec = _pair(tmp_path, "z")
+    t, _, tspec = stored_pair(tmp_path, "t")
+    _, a, zspec = stored_pair(tmp_path, "z")
     try:
         tv = eval(expression, {"x": t, "D": ts.d})  # noqa: S307 - test table
         expected = tv.resize(**bounds).result().domain.to_json()
@@ -376,14 +365,14 @@ def test_resize_through_marked_bounds_like_tensorstore(tmp_path, expression, bou
     tstored = ts.open(tspec).result().read().result()
     zstored = ts.open(zspec).result().read().result()
     assert zstored.shape == tstored.shape and (zstored == tstored).all()
-    assert (zstored.shape == SHAPE) == (expected is None)
+    assert (zstored.shape == VIEW_SHAPE) == (expected is None)
 
 
 def test_marking_a_bound_explicit_keeps_a_view_from_following_a_resize(tmp_path):
     """TensorStore's example: a view made before the array grows keeps its explicit bounds
     and follows the implicit ones."""
-    t, _, _ = _pair(tmp_path, "t")
-    _, a, _ = _pair(tmp_path, "z")
+    t, _, _ = stored_pair(tmp_path, "t")
+    _, a, _ = stored_pair(tmp_path, "z")
     tfixed = t[ts.d[0].mark_bounds_implicit[False]]
     fixed = a.view[d[0].mark_bounds_implicit[False]]
     t.resize(exclusive_max=[6, 7, 6]).result()

@@ -4,29 +4,14 @@ compressed bytes of the chunk in C or F order."""
 
 from __future__ import annotations
 
-import bz2
 import json
-import lzma
-import zlib
 
-import numcodecs
 import numpy as np
 import pytest
+from _v1_helpers import compress_v1
 from _v2_helpers import assert_same
 
 import zarrkit
-
-
-def _compress(name, opts, raw):
-    if name == "zlib":
-        return zlib.compress(raw, opts)
-    if name == "bz2":
-        return bz2.compress(raw, opts)
-    if name == "lzma":
-        return lzma.compress(raw, **(opts or {}))
-    if name == "blosc":
-        return numcodecs.Blosc(**opts).encode(raw)
-    return raw
 
 
 def write_v1(path, data, chunks, *, compression="zlib", compression_opts=1, fill_value=0,
@@ -45,7 +30,7 @@ def write_v1(path, data, chunks, *, compression="zlib", compression_opts=1, fill
         part = data[region]
         chunk[tuple(slice(0, n) for n in part.shape)] = part
         raw = chunk.tobytes(order=order)
-        (path / ".".join(map(str, index))).write_bytes(_compress(compression, compression_opts,
+        (path / ".".join(map(str, index))).write_bytes(compress_v1(compression, compression_opts,
                                                                  raw))
 
 
