@@ -68,12 +68,13 @@ from .errors import (
     ZarrkitError,
 )
 from .group import Group
+from .spec.cast import cast
 from .spec.chunk_layout import ChunkLayout
 from .spec.context import Context
 from .spec.dim_expression import DimExpression, d
 from .spec.schema import CodecSpec, Schema
 from .spec.spec import Spec
-from .spec.transform import IndexDomain, IndexTransform
+from .spec.transform import Dim, IndexDomain, IndexTransform
 from .spec.units import Unit
 from .spec.view import View
 
@@ -93,7 +94,7 @@ __all__ = [
     "CredentialsError", "NotSupportedError", "PermissionDeniedError", "StoreUnreachableError",
     "ChunkNotFoundError", "to_dask", "from_dask",
     "Spec", "Schema", "ChunkLayout", "CodecSpec", "Context", "IndexDomain", "IndexTransform",
-    "Unit", "View", "d", "DimExpression",
+    "Unit", "View", "d", "DimExpression", "cast", "Dim",
 ]
 
 

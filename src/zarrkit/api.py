@@ -121,7 +121,8 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
     present unless `use_consolidated=False`.
     """
     where = _store_keyword(where, kwargs)
-    if (isinstance(where, dict) and "driver" in where) or type(where).__name__ == "Spec":
+    spec_types = ("Spec", "CastSpec")  # (spec/ imports this module: no isinstance)
+    if (isinstance(where, dict) and "driver" in where) or type(where).__name__ in spec_types:
         from .spec.open import open_spec  # the glue module imports the node modules
 
         if mode == "r":

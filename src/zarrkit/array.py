@@ -584,7 +584,9 @@ class Array(Node, SpecNode, SelectionMethods):
         keywords): `write_empty_chunks`, and `order` "C" (reads are always C-ordered)."""
         write_empty = configured_write_empty(config, options, self.write_empty_chunks,
                                              "with_config")
-        return _reopen(self.store, self.path, self._metadata, self.read_only, write_empty)
+        other = _reopen(self.store, self.path, self._metadata, self.read_only, write_empty)
+        self._share_open_state(other)  # the spec's cache pool, fill_missing_data_reads, ...
+        return other
 
 
 def configured_write_empty(config: Any, options: dict[str, Any], current: bool,

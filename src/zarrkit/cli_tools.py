@@ -2,7 +2,8 @@
 
 `copy` is `zarrkit.convert` keeping the source's format (and, unless told otherwise, its
 chunking), with a progress line showing throughput. `verify` reads every stored chunk (or
-shard) back, decodes it (which checks crc32c checksums) and reports the damaged keys. `clean`
+shard) back, decodes it (each inner chunk of a shard on its own, which checks their crc32c
+checksums) and reports the damaged keys (and inner chunks). `clean`
 deletes the temp files that killed writers left in a local directory.
 """
 
@@ -172,17 +173,33 @@ def add_copy_command(sub: Any) -> None:
 
 @dataclass
 class ArrayCheck:
+    """What `verify` found in one array. `chunks_*` count the stored objects: the chunks, or
+    for a sharded array the shards (`unit` says which; `shards_*` repeat them under their
+    name), whose stored inner chunks `inner_chunks_*` count."""
+
     name: str
     chunks_total: int = 0
     chunks_checked: int = 0
     chunks_missing: int = 0
     bytes_read: int = 0
-    damaged: list[dict[str, str]] = field(default_factory=list)
+    damaged: list[dict[str, Any]] = field(default_factory=list)
+    sharded: bool = False
+    inner_chunks_total: int = 0
+    inner_chunks_checked: int = 0
+    inner_chunks_missing: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "chunks_total": self.chunks_total,
-                "chunks_checked": self.chunks_checked, "chunks_missing": self.chunks_missing,
-                "bytes_read": self.bytes_read, "damaged": self.damaged}
+        out = {"name": self.name, "chunks_total": self.chunks_total,
+               "chunks_checked": self.chunks_checked, "chunks_missing": self.chunks_missing,
+               "bytes_read": self.bytes_read, "damaged": self.damaged,
+               "unit": "shard" if self.sharded else "chunk"}
+        if self.sharded:
+            out.update(shards_total=self.chunks_total, shards_checked=self.chunks_checked,
+                       shards_missing=self.chunks_missing,
+                       inner_chunks_total=self.inner_chunks_total,
+                       inner_chunks_checked=self.inner_chunks_checked,
+                       inner_chunks_missing=self.inner_chunks_missing)
+        return out
 
 
 def _decode_problem(chain: Any, data: Any, shape: tuple[int, ...]) -> str | None:
@@ -213,26 +230,93 @@ def _fetch(store: Any, keys: list[str]) -> tuple[list[Any], dict[str, str]]:
 
 
 def verify_array(a: Array, step: Callable[[int, int], None]) -> ArrayCheck:
-    """Read and decode every chunk (shard) of `a`; `step(chunks, bytes)` reports progress."""
+    """Read and decode every chunk of `a` (every inner chunk of every shard, one by one, so
+    that each damaged one is named); `step(objects, bytes)` reports progress."""
     engine = a._engine  # the grid, key function and codec chain, whatever the format
     grid = [range(-(-s // c)) for s, c in zip(a.shape, engine.chunk_shape, strict=True)]
     coords = list(np.ndindex(*[len(r) for r in grid]))
-    check = ArrayCheck(a.name, chunks_total=len(coords))
+    sharding = _sharding_of(engine.chain)
+    check = ArrayCheck(a.name, chunks_total=len(coords), sharded=sharding is not None)
     for i in range(0, len(coords), VERIFY_BATCH):
-        keys = [engine.key(c) for c in coords[i:i + VERIFY_BATCH]]
+        batch = coords[i:i + VERIFY_BATCH]
+        keys = [engine.key(c) for c in batch]
         values, unreadable = _fetch(engine.store, keys)
-        present = [(k, v) for k, v in zip(keys, values, strict=True) if v is not None]
-        problems = run_all(lambda kv: _decode_problem(engine.chain, kv[1], engine.chunk_shape),
-                           present)
+        present = [(c, k, v) for c, k, v in zip(batch, keys, values, strict=True)
+                   if v is not None]
         check.chunks_missing += len(keys) - len(present) - len(unreadable)
         check.chunks_checked += len(present) + len(unreadable)
-        read = sum(len(memoryview(v).cast("B")) for _, v in present)
+        read = sum(len(memoryview(v).cast("B")) for _, _, v in present)
         check.bytes_read += read
         check.damaged += [{"key": k, "error": p} for k, p in unreadable.items()]
-        check.damaged += [{"key": k, "error": p} for (k, _), p in zip(present, problems,
-                                                                       strict=True) if p]
+        if sharding is None:
+            problems = run_all(lambda ckv: _decode_problem(engine.chain, ckv[2],
+                                                           engine.chunk_shape), present)
+            check.damaged += [{"key": k, "error": p} for (_, k, _), p in zip(
+                present, problems, strict=True) if p]
+        else:
+            _check_shards(a, sharding, batch, keys, values, unreadable, check)
         step(len(keys), read)
     return check
+
+
+def _sharding_of(chain: Any) -> Any:
+    """The sharding codec of a chain whose array->bytes codec is one, else None."""
+    codec = chain.array_bytes
+    return codec if hasattr(codec, "stored_chunks") else None
+
+
+def _check_shards(a: Array, sharding: Any, batch: list[tuple[int, ...]], keys: list[str],
+                  values: list[Any], unreadable: dict[str, str], check: ArrayCheck) -> None:
+    """Decode each stored inner chunk of the fetched shards on its own (crc32c checked there)
+    and count the inner chunks inside the array that are stored or not."""
+    todo = []
+    for shard, key, value in zip(batch, keys, values, strict=True):
+        limits = _inner_extent(a, shard, sharding)
+        check.inner_chunks_total += math.prod(limits)
+        if value is None:
+            if key not in unreadable:  # a shard not stored: its inner chunks read as fill
+                check.inner_chunks_missing += math.prod(limits)
+            continue
+        todo.append((key, value, limits))
+    results = run_all(lambda t: _shard_problems(a._engine.chain, sharding, t[1]), todo)
+    for (key, _, limits), (stored, problems) in zip(todo, results, strict=True):
+        if stored is not None:
+            inside = sum(1 for c in stored if all(i < n for i, n in zip(c, limits,
+                                                                        strict=True)))
+            check.inner_chunks_checked += len(stored)
+            check.inner_chunks_missing += math.prod(limits) - inside
+        check.damaged += [{"key": key, "error": p} if c is None else
+                          {"key": key, "inner_chunk": list(c), "error": p}
+                          for c, p in problems]
+
+
+def _inner_extent(a: Array, shard: tuple[int, ...], sharding: Any) -> list[int]:
+    """How many inner chunks of the shard at grid position `shard` lie inside the array, per
+    dimension of the sharding codec's space (which transpose codecs before it permute)."""
+    engine = a._engine
+    extent = [min(c, n - s * c) for s, c, n in zip(shard, engine.chunk_shape, a.shape,
+                                                     strict=True)]
+    for codec in engine.chain.array_array:
+        order = getattr(codec, "order", None)  # a transpose's
+        if order is not None:
+            order = {"C": range(len(extent)), "F": range(len(extent))[::-1]}.get(order, order)
+            extent = [extent[o] for o in order]
+    return [-(-e // c) for e, c in zip(extent, sharding.inner.spec.shape, strict=True)]
+
+
+def _shard_problems(chain: Any, sharding: Any, data: Any
+                    ) -> tuple[list[tuple[int, ...]] | None, list[tuple[Any, str]]]:
+    """The positions of the inner chunks a shard stores (None if its index is unreadable),
+    and its problems: (None, error) for the whole shard, (position, error) per inner chunk."""
+    try:
+        # Undo bytes->bytes codecs over the whole shard first (none, as usually written).
+        entries = sharding.stored_chunks(chain._decode_bytes(data, None))
+    except (ZarrkitError, ValueError, RuntimeError, OverflowError) as e:
+        return None, [(None, f"{type(e).__name__}: {e}")]
+    shape = sharding.inner.spec.shape
+    problems = [(c, p) for c, chunk in entries
+                if (p := _decode_problem(sharding.inner, chunk, shape)) is not None]
+    return [c for c, _ in entries], problems
 
 
 def _walk_checked(node: Array | Group, broken: list[dict[str, str]]) -> Iterator[Array]:
@@ -269,21 +353,34 @@ def verify(node: Array | Group, progress: Any = None) -> dict[str, Any]:
     damaged = broken + [d for c in checks for d in c.damaged]
     return {"ok": not damaged, "arrays": [c.to_json() for c in checks],
             "damaged": damaged, "metadata_errors": broken,
-            "chunks_checked": sum(c.chunks_checked for c in checks), "bytes_read": nbytes,
-            "seconds": round(time.monotonic() - start, 3)}
+            "chunks_checked": sum(c.chunks_checked for c in checks),
+            "shards_checked": sum(c.chunks_checked for c in checks if c.sharded),
+            "inner_chunks_checked": sum(c.inner_chunks_checked for c in checks),
+            "bytes_read": nbytes, "seconds": round(time.monotonic() - start, 3)}
 
 
 def _print_report(report: dict[str, Any], stream: Any = None) -> None:
     stream = stream or sys.stdout  # looked up now: tests and callers may have replaced it
     for a in report["arrays"]:
         state = "ok" if not a["damaged"] else f"{len(a['damaged'])} damaged"
-        print(f"{a['name']}: {a['chunks_checked']} chunks checked, {a['chunks_missing']} "
-              f"not stored (fill value), {human_bytes(a['bytes_read'])} read: {state}",
+        if a.get("unit") == "shard":
+            counts = (f"{a['shards_checked']} shards checked ({a['inner_chunks_checked']} inner "
+                      f"chunks; {a['inner_chunks_missing']} not stored), "
+                      f"{a['shards_missing']} shards not stored (fill value)")
+        else:
+            counts = (f"{a['chunks_checked']} chunks checked, {a['chunks_missing']} not stored "
+                      "(fill value)")
+        print(f"{a['name']}: {counts}, {human_bytes(a['bytes_read'])} read: {state}",
               file=stream)
     for d in report["damaged"]:
-        print(f"DAMAGED {d['key']}: {d['error']}", file=stream)
+        inner = f" inner chunk {tuple(d['inner_chunk'])}" if "inner_chunk" in d else ""
+        print(f"DAMAGED {d['key']}{inner}: {d['error']}", file=stream)
     verdict = "OK" if report["ok"] else f"{len(report['damaged'])} damaged key(s)"
-    print(f"{verdict}: {report['chunks_checked']} chunks, {human_bytes(report['bytes_read'])} "
+    shards = report.get("shards_checked", 0)
+    counted = f"{report['chunks_checked']} chunks" if not shards else (
+        f"{report['chunks_checked'] - shards} chunks, {shards} shards "
+        f"({report['inner_chunks_checked']} inner chunks)")
+    print(f"{verdict}: {counted}, {human_bytes(report['bytes_read'])} "
           f"in {report['seconds']:.2f} s", file=stream)
 
 

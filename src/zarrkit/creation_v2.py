@@ -155,4 +155,5 @@ def build_v2_metadata(shape: Any, dtype: Any, *, chunks: Any = None,
         attributes=_attributes(attributes, dimension_names, len(shape_t), where),
         where=where)
     metadata.codec_chain.array_bytes.check_compressor()  # before anything is stored
+    metadata.codec_chain.array_bytes.check_filters()
     return metadata

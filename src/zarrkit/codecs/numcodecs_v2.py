@@ -55,7 +55,10 @@ def load_numcodec(config: Any, *, where: str) -> Numcodec:
     try:
         return numcodecs.get_codec(dict(config))
     except (TypeError, ValueError, KeyError) as e:
-        raise CodecError(f"{where}: codec {codec_id!r}: invalid configuration: {e}") from None
+        # Filters refuse some data types here (quantize on integers): name the type.
+        typed = f" for dtype {config['dtype']!r}" if isinstance(config.get("dtype"), str) else ""
+        raise CodecError(f"{where}: codec {codec_id!r}{typed}: invalid configuration: {e}"
+                         ) from None
 
 
 def sized(config: dict[str, Any], itemsize: int) -> dict[str, Any]:
@@ -160,6 +163,28 @@ class V2ChunkCodec(ArrayBytesCodec):
             sample = np.zeros(16, "u1") if self.stored.hasobject else \
                 _buffer_view(np.zeros(4, self.stored))
             self._encode(self.compressor, self.compressor_json, sample)
+
+    def check_filters(self) -> None:
+        """CodecError now if a filter refuses the stored data type or its settings for it:
+        numcodecs checks some only when a chunk is encoded (bitround on integers or bfloat16,
+        keepbits beyond the type's) or decoded (fixedscaleoffset to datetimes), and packbits
+        would store only whether each byte of other types is zero. One element goes through."""
+        if self.stored.hasobject:  # the object codec first; its values are checked per write
+            return
+        ids = [config["id"] for config in self.filter_json]
+        if "packbits" in ids and self.stored != np.bool_:
+            raise CodecError(f"{self._prefix}filter 'packbits' packs booleans, not "
+                             f"{self.stored}")
+        data: Any = np.zeros(1, self.stored)
+        for codec, config in zip(self.filters, self.filter_json, strict=True):
+            try:
+                # a copy: some filters (bitround, ...) work in place
+                encoded = codec.encode(data.copy() if isinstance(data, np.ndarray) else data)
+                codec.decode(encoded)
+            except Exception as e:  # noqa: BLE001 - each codec library raises its own types
+                raise CodecError(f"{self._prefix}filter {config['id']!r} cannot encode "
+                                 f"{self.stored} data: {type(e).__name__}: {e}") from e
+            data = encoded
 
     def check_values(self, values: np.ndarray, what: str = "a chunk") -> None:
         """Raise CodecError naming the first element of `values` (`what`) that the object codec

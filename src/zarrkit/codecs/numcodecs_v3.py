@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import CodecError
 from ._buffers import byte_view
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec
-from .numcodecs_v2 import load_numcodec
+from .numcodecs_v2 import V2ChunkCodec, load_numcodec
 from .registry import register_codec
 
 PREFIX = "numcodecs."
@@ -222,6 +222,37 @@ for _id in CHECKSUMS:
     _register(NumcodecsChecksum, _id)
 for _id in ("pcodec", "zfpy"):
     _register(NumcodecsArrayBytes, _id)
+
+
+def check_types(chain: Any) -> None:
+    """CodecError now if a numcodecs filter or array->bytes codec of `chain` (a CodecChain,
+    a sharding codec's inner chain included) refuses the data type it receives, or its
+    settings for it: numcodecs checks some only when a chunk is encoded (bitround on integers
+    or bfloat16, keepbits beyond the type's) or decoded (fixedscaleoffset to datetimes), and an
+    array created with them would take no write. One element of each type goes through."""
+    spec = chain.spec
+    small = ChunkSpec((1,) * len(spec.shape), spec.dtype, spec.fill_value)
+    for codec in chain.codecs:
+        if isinstance(codec, NumcodecsArrayArray | NumcodecsArrayBytes):
+            _round_trip(codec, small)
+        if not isinstance(codec, ArrayArrayCodec):
+            break
+        small = codec.resolve(small)
+    inner = getattr(chain.array_bytes, "inner", None)  # a sharding codec's
+    if inner is not None:
+        check_types(inner)
+    if isinstance(chain.array_bytes, V2ChunkCodec):  # a v2 array's filters
+        chain.array_bytes.check_filters()
+
+
+def _round_trip(codec: NumcodecsArrayArray | NumcodecsArrayBytes, spec: ChunkSpec) -> None:
+    sample = np.zeros(spec.shape, spec.dtype)
+    try:
+        codec.decode(codec.encode(sample, spec), spec)
+    except Exception as e:  # noqa: BLE001 - each codec library raises its own types
+        cause = e.__cause__ if isinstance(e, CodecError) and e.__cause__ is not None else e
+        raise CodecError(f"{codec.name} codec cannot encode {spec.dtype} data: "
+                         f"{type(cause).__name__}: {cause}") from e
 
 
 def check_settings(codecs: Any) -> None:

@@ -321,14 +321,29 @@ class ShardingCodec(ArrayBytesCodec):
             positions = np.repeat(positions, n, axis=axis)
         return positions
 
+    def _index_pairs(self, view: memoryview) -> np.ndarray:
+        """The shard's checked index as (offset, nbytes) rows, inner chunks in C order."""
+        size, index_size = len(view), self.index_nbytes
+        if size < index_size:
+            raise CorruptDataError(f"{_NAME}: shard of {size} bytes is too short for its {index_size}-byte index")
+        index_view = view[:index_size] if self.index_location == "start" else view[size - index_size:]
+        return self.decode_index(index_view, size).reshape(-1, 2)
+
+    def stored_chunks(self, data: Buffer) -> list[tuple[tuple[int, ...], memoryview]]:
+        """Each inner chunk the shard `data` stores: its position in the shard and its encoded
+        bytes, to check them one by one (`zarrkit verify`)."""
+        self._require_bound()
+        view = byte_view(data)
+        pairs = self._index_pairs(view)
+        flats = np.flatnonzero(pairs[:, 0] != EMPTY)
+        return [(coords, view[offset:offset + length]) for coords, offset, length in zip(
+            self._coords(flats.tolist()), pairs[flats, 0].tolist(), pairs[flats, 1].tolist(),
+            strict=True)]
+
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         bound = self._bound(spec)
         view = byte_view(data)
-        size, index_size = len(view), bound.index_nbytes
-        if size < index_size:
-            raise CorruptDataError(f"{_NAME}: shard of {size} bytes is too short for its {index_size}-byte index")
-        index_view = view[:index_size] if bound.index_location == "start" else view[size - index_size:]
-        pairs = bound.decode_index(index_view, size).reshape(-1, 2)
+        pairs = bound._index_pairs(view)
         present = pairs[:, 0] != EMPTY
         if not present.any():
             return np.full(spec.shape, spec.fill_value, dtype=spec.dtype)

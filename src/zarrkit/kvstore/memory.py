@@ -6,7 +6,8 @@ process see the same data. Named stores live until `MemoryStore.discard("x")`.
 
 Spec JSON follows TensorStore's shape: a named store is `{"driver": "memory", "path": "x/"}`
 (the first path segment is the registry name), an anonymous one is `{"driver": "memory"}`
-(reopening that gives a fresh, empty store, as it does in TensorStore).
+(opening that gives a fresh, empty store, or with a spec layer context that context's store,
+as in TensorStore).
 """
 
 from __future__ import annotations
@@ -68,6 +69,13 @@ class MemoryStore(KvStore):
         store = cls(read_only=read_only)
         store.name = name
         store._attach(data)
+        return store
+
+    def handle(self, read_only: bool = False) -> MemoryStore:
+        """Another handle on this store's data (read-only or not), with its name if any."""
+        store = MemoryStore(read_only=read_only)
+        store.name = self.name
+        store._attach(self._data)
         return store
 
     @classmethod

@@ -270,6 +270,20 @@ def from_client(client: Any, *, read_only: bool = False) -> ObjectStore:
                        client=client)
 
 
+def _s3_members(config: dict[str, Any]) -> dict[str, Any]:
+    """The s3 spec members (no credentials) without which a reopened spec would reach the
+    bucket otherwise: its region, who pays, and unsigned access to a public bucket."""
+    out: dict[str, Any] = {}
+    region = config.get("region")
+    if region and not (config.get("endpoint") and region == "us-east-1"):  # our default there
+        out["aws_region"] = region
+    if config.get("request_payer"):
+        out["requester_pays"] = True
+    if config.get("skip_signature"):
+        out["aws_credentials"] = {"type": "anonymous"}
+    return out
+
+
 class ObjectStore(KvStore):
     """Keys are objects under `location.prefix` in a bucket (or under an HTTP base URL)."""
 
@@ -645,6 +659,8 @@ class ObjectStore(KvStore):
         endpoint = loc.options.config.get("endpoint")
         if endpoint:
             spec["endpoint"] = endpoint
+        if loc.kind == "s3":
+            spec.update(_s3_members(loc.options.config))
         return spec
 
     def __repr__(self) -> str:

@@ -13,6 +13,7 @@ opened, so zarrkit works without it until a remote URL is used.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -21,7 +22,15 @@ from ..errors import SpecError
 from . import _remote_options as ro
 from .base import KvStore, validate_key
 from .object_store import Location, ObjectStore
-from .url import KvStoreDriver, OpenOptions, _unquote, register_kvstore_driver
+from .url import (
+    KvStoreDriver,
+    OpenOptions,
+    _unquote,
+    check_resource,
+    register_kvstore_driver,
+    resolve_resource,
+    valid_concurrency,
+)
 
 Spec = dict[str, Any]
 _SAFE = "/:@!$&'()*+,;="
@@ -47,6 +56,10 @@ def _storage(spec: Mapping[str, Any], options: OpenOptions) -> dict[str, Any]:
             raise SpecError(f"storage_options must be a dict, got {type(given).__name__} "
                             f"{given!r}")
         merged.update(given or {})
+    for name in ("s3_request_retries", "gcs_request_retries", "http_request_retries"):
+        retries = resolve_resource(spec, name, {}) if name in spec else {}
+        if isinstance(retries, Mapping) and "max_retries" in retries:  # storage_options win
+            merged.setdefault("max_retries", retries["max_retries"])
     return merged
 
 
@@ -87,7 +100,56 @@ def _default(storage: dict[str, Any], names: tuple[str, ...], value: Any) -> Non
         storage[names[0]] = value
 
 
+def _concurrency(spec: Spec) -> None:
+    for name in ("s3_request_concurrency", "gcs_request_concurrency", "http_request_concurrency"):
+        check_resource(spec, name, valid_concurrency, '{"limit": n >= 1}')
+
+
+def _strings(spec: Spec, *names: str) -> None:
+    for name in names:
+        if name in spec and not isinstance(spec[name], str):
+            raise SpecError(f"kvstore spec {spec!r}: {name!r} must be a string, got "
+                            f"{spec[name]!r}")
+
+
 # -- s3 -------------------------------------------------------------------------------------
+#: TensorStore's AWS credential providers and the members each takes.
+_AWS_CREDENTIALS = {"default": {"profile"}, "anonymous": set(), "environment": set(),
+                    "profile": {"profile", "credentials_file", "config_file"},
+                    "ecs": {"endpoint"}, "imds": set()}
+
+
+def _valid_aws_credentials(value: Any) -> bool:
+    if not isinstance(value, dict) or value.get("type") not in _AWS_CREDENTIALS:
+        return False
+    extra = set(value) - {"type"} - _AWS_CREDENTIALS[value["type"]]
+    return not extra and all(isinstance(v, str) for v in value.values())
+
+
+def _check_s3(spec: Spec) -> None:
+    _strings(spec, "bucket", "host_header", "aws_region")
+    _concurrency(spec)
+    if not isinstance(spec.get("endpoint", ""), str):  # its text is checked at open
+        raise SpecError(f"kvstore spec {spec!r}: endpoint={spec['endpoint']!r}: expected an "
+                        "http:// or https:// URL with a host, such as 'http://localhost:9000'")
+    if not spec.get("bucket") and "endpoint" not in spec:
+        raise SpecError(f"kvstore spec {spec!r}: 'bucket' is required (when 'endpoint' is not "
+                        "set)")
+    if "requester_pays" in spec and not isinstance(spec["requester_pays"], bool):
+        raise SpecError(f"kvstore spec {spec!r}: 'requester_pays' must be true or false")
+    check_resource(spec, "aws_credentials", _valid_aws_credentials,
+                   '{"type": "default"|"anonymous"|"environment"|"profile"|"ecs"|"imds", ...} '
+                   "with that type's members")
+
+
+def _aws_credentials(spec: Spec) -> dict[str, Any]:
+    """The aws_credentials object (a reference looked up in the spec's own context)."""
+    creds = resolve_resource(spec, "aws_credentials", {})
+    if creds and not _valid_aws_credentials(creds):
+        raise SpecError(f"kvstore spec {spec!r}: invalid aws_credentials {creds!r}")
+    return creds
+
+
 def _s3_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
     storage = _storage(spec, options)
     if "endpoint" in spec:
@@ -97,9 +159,11 @@ def _s3_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
         _default(storage, ("region", "region_name", "aws_region"), spec["aws_region"])
     if spec.get("requester_pays"):
         storage.setdefault("requester_pays", True)
-    creds = spec.get("aws_credentials") or {}
+    creds = _aws_credentials(spec)
     if creds.get("type") == "anonymous":
         storage.setdefault("anon", True)
+    elif creds.get("type") in ("ecs", "imds"):  # the role of the container or instance
+        storage.setdefault("instance_metadata", True)
     elif creds.get("profile"):
         storage.setdefault("profile", creds["profile"])
     loc = Location("s3", _bucket(spec), _clean(spec.get("path", ""), spec),
@@ -108,6 +172,13 @@ def _s3_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
 
 
 # -- gcs ------------------------------------------------------------------------------------
+def _check_gcs(spec: Spec) -> None:
+    _bucket(spec)
+    _concurrency(spec)
+    check_resource(spec, "gcs_user_project", lambda v: isinstance(v, dict) and set(v) <= {
+        "project_id"} and isinstance(v.get("project_id", ""), str), '{"project_id": "..."}')
+
+
 def _gcs_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
     loc = Location("gcs", _bucket(spec), _clean(spec.get("path", ""), spec),
                    ro.gcs_options(_storage(spec, options)))
@@ -173,20 +244,50 @@ def _http_to_url(spec: Spec) -> str:
     return _http_join(spec["base_url"], str(spec.get("path", "")).strip("/"))
 
 
-def _http_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def _headers(spec: Spec) -> dict[str, str]:
+    """TensorStore's `headers`: a list of "Name: value" strings."""
+    headers = spec.get("headers", [])
+    if not isinstance(headers, list):
+        raise SpecError(f"kvstore spec {spec!r}: 'headers' must be a list of \"Name: value\" "
+                        "strings")
+    out = {}
+    for header in headers:
+        name, colon, value = header.partition(":") if isinstance(header, str) else ("", "", "")
+        if not colon or not _HEADER_NAME.fullmatch(name):
+            raise SpecError(f"kvstore spec {spec!r}: invalid HTTP header {header!r} (expected "
+                            "\"Name: value\")")
+        out[name] = value.strip()
+    return out
+
+
+def _check_http(spec: Spec) -> None:
     base = spec.get("base_url")
     if not isinstance(base, str) or not base.startswith(("http://", "https://")):
         raise SpecError(f"kvstore spec {spec!r}: 'base_url' must be an http(s) URL")
-    base = _http_join(base, _clean(spec.get("path", ""), spec))
-    loc = Location("http", base, "", ro.http_options(_storage(spec, options)))
+    _headers(spec)
+    _concurrency(spec)
+
+
+def _http_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
+    _check_http(spec)
+    base = _http_join(spec["base_url"], _clean(spec.get("path", ""), spec))
+    storage = _storage(spec, options)
+    headers = _headers(spec)
+    if headers:  # storage_options' own headers win, as the spec's other members do
+        storage["headers"] = {**headers, **(storage.get("headers") or {})}
+    loc = Location("http", base, "", ro.http_options(storage))
     return ObjectStore(loc, read_only=True), ""
 
 
 _COMMON = frozenset({"path", "context", "storage_options"})
 _S3 = _COMMON | {"bucket", "endpoint", "aws_region", "requester_pays", "aws_credentials",
-                 "host_header", "s3_request_concurrency", "s3_request_retries"}
+                 "host_header", "s3_request_concurrency", "s3_request_retries",
+                 "experimental_s3_rate_limiter"}
 _GCS = _COMMON | {"bucket", "gcs_request_concurrency", "gcs_request_retries",
-                  "gcs_user_project", "gcs_http_concurrency"}
+                  "gcs_user_project", "experimental_gcs_rate_limiter"}
 _AZURE = _COMMON | {"container", "account"}
 _HTTP = _COMMON | {"base_url", "headers", "http_request_concurrency", "http_request_retries"}
 
@@ -194,14 +295,15 @@ _HTTP = _COMMON | {"base_url", "headers", "http_request_concurrency", "http_requ
 def _register() -> None:
     drivers = [
         KvStoreDriver("s3", _s3_open, lambda b, _, u: _bucket_url("s3", "s3", b, u),
-                      _bucket_to_url("s3"), members=_S3),
+                      _bucket_to_url("s3"), members=_S3, check=_check_s3),
         KvStoreDriver("gcs", _gcs_open, lambda b, _, u: _bucket_url("gcs", "gcs", b, u),
-                      _bucket_to_url("gs"), members=_GCS),
+                      _bucket_to_url("gs"), members=_GCS, check=_check_gcs),
         KvStoreDriver("gs", _gcs_open, lambda b, _, u: _bucket_url("gs", "gcs", b, u),
-                      _bucket_to_url("gs"), members=_GCS),
-        KvStoreDriver("http", _http_open, _http_from_url("http"), _http_to_url, members=_HTTP),
+                      _bucket_to_url("gs"), members=_GCS, check=_check_gcs),
+        KvStoreDriver("http", _http_open, _http_from_url("http"), _http_to_url, members=_HTTP,
+                      check=_check_http),
         KvStoreDriver("https", _http_open, _http_from_url("https"), _http_to_url,
-                      members=_HTTP),
+                      members=_HTTP, check=_check_http),
     ]
     drivers += [KvStoreDriver(name, _azure_open, _azure_from_url(name), _azure_to_url,
                               members=_AZURE) for name in ("azure", "az", "abfs", "abfss")]

@@ -67,6 +67,8 @@ class KvStoreDriver:
     to_url: Callable[[Spec], str] | None = None
     adapter: bool = False
     members: frozenset[str] = field(default_factory=frozenset)
+    #: Checks the members' values (raising SpecError), as TensorStore does when it parses a spec.
+    check: Callable[[Spec], None] | None = None
 
 
 _DRIVERS: dict[str, KvStoreDriver] = {}
@@ -124,7 +126,13 @@ def _url_body(body: str, scheme: str, url: str) -> str:
     return _unquote(body[2:], url)
 
 
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
 def _unquote(text: str, url: str) -> str:
+    # unquote() keeps a malformed escape ("%zz") as text; TensorStore refuses the URL.
+    if _BAD_ESCAPE.search(text):
+        raise SpecError(f"invalid percent-encoding in URL {url!r}")
     try:
         return unquote(text, errors="strict")
     except UnicodeDecodeError as exc:
@@ -137,6 +145,8 @@ def _file_from_url(body: str, base: Spec | None, url: str) -> Spec:
     host, slash, path = rest.partition("/")
     if host not in ("", "localhost"):  # RFC 8089: only the local host
         raise SpecError(f"invalid file URL {url!r}: remote host {host!r} is not supported")
+    if not slash:  # "file://" (TensorStore: no relative paths)
+        raise SpecError(f"invalid file URL {url!r}: expected an absolute path, file:///dir")
     return {"driver": "file", "path": slash + path}
 
 
@@ -148,12 +158,73 @@ def _file_to_url(spec: Spec) -> str:
     return "file://" + quote(path, safe=_SAFE)
 
 
+def check_resource(spec: Spec, name: str, valid: Callable[[Any], bool], expected: str) -> None:
+    """A context resource member: a reference ("name" or "name#id"), or a value `valid`
+    accepts."""
+    if name not in spec:
+        return
+    value = spec[name]
+    if isinstance(value, str) and value.split("#", 1)[0] == name:
+        return
+    if not valid(value):
+        raise SpecError(f"kvstore spec {spec!r}: {name!r} must be {expected} or a reference to "
+                        f"a {name} resource, got {value!r}")
+
+
+def resolve_resource(spec: Spec, name: str, default: Any) -> Any:
+    """A resource member's value: inline, or a reference looked up (aliases followed) in the
+    spec's own `context` (where the spec layer adds the enclosing spec's context), in which
+    an undefined bare name is the default."""
+    value = spec.get(name, name)
+    context = spec.get("context")
+    context = context if isinstance(context, dict) else {}
+    seen = set()
+    while isinstance(value, str):
+        if value in seen or value.split("#", 1)[0] != name:
+            raise SpecError(f"kvstore spec {spec!r}: {value!r} is not a {name} resource")
+        seen.add(value)
+        if value in context:
+            value = context[value]
+        elif "#" in value:
+            raise SpecError(f"kvstore spec {spec!r}: context resource {value!r} is not defined "
+                            "in its 'context'")
+        else:
+            return default
+    return value
+
+
+def _mode_object(*modes: str) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, dict) and set(v) <= {"mode"} and v.get("mode", modes[0]) \
+        in modes
+
+
+def valid_concurrency(value: Any) -> bool:
+    """A concurrency resource object: {"limit": n >= 1 or "shared"} (limit optional)."""
+    if not isinstance(value, dict) or set(value) - {"limit"}:
+        return False
+    limit = value.get("limit", "shared")
+    whole = type(limit) is int or (type(limit) is float and limit.is_integer())  # 10.0 too
+    return limit == "shared" or (whole and limit >= 1)
+
+
+def _check_file(spec: Spec) -> None:
+    check_resource(spec, "file_io_concurrency", valid_concurrency, '{"limit": n >= 1}')
+    check_resource(spec, "file_io_sync", lambda v: isinstance(v, bool), "true or false")
+    check_resource(spec, "file_io_locking", _mode_object("os", "lockfile", "none", "non_atomic"),
+                   '{"mode": "os"|"lockfile"|"none"|"non_atomic"}')
+    check_resource(spec, "file_io_mode", _mode_object("default", "memmap", "direct"),
+                   '{"mode": "default"|"memmap"|"direct"}')
+
+
 def _file_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
     path = _spec_path(spec, spec)
     if not path:
         raise SpecError(f"kvstore spec {spec!r}: 'path' is required for the file driver")
-    fsync = spec.get("file_io_sync", False)
-    return FileStore(path, options.read_only, fsync=fsync is True), ""
+    fsync = resolve_resource(spec, "file_io_sync", False)
+    if not isinstance(fsync, bool):
+        raise SpecError(f"kvstore spec {spec!r}: file_io_sync must be true or false, got "
+                        f"{fsync!r}")
+    return FileStore(path, options.read_only, fsync=fsync), ""
 
 
 # -- memory --------------------------------------------------------------------------------
@@ -201,9 +272,15 @@ def _base_spec(base: object) -> Spec:
     return normalize_kvstore_spec(base)
 
 
-def _zip_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
+def _check_zip(spec: Spec) -> None:
     if "base" not in spec:
         raise SpecError(f"kvstore spec {spec!r}: the zip driver requires 'base'")
+    if isinstance(spec["base"], Mapping):
+        _check_spec(spec["base"])
+
+
+def _zip_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
+    _check_zip(spec)
     base = _base_spec(spec["base"])
     if base.get("driver") != "file":
         raise SpecError(f"kvstore spec {spec!r}: the zip driver needs a 'file' base, "
@@ -232,12 +309,13 @@ for _driver in (
     KvStoreDriver("zarr-python", _object_only, members=frozenset({"path"})),
     KvStoreDriver("file", _file_open, _file_from_url, _file_to_url,
                   members=frozenset({"path", "context", "file_io_concurrency", "file_io_sync",
-                                     "file_io_locking", "file_io_mode"})),
+                                     "file_io_locking", "file_io_mode", "file_io_retries"}),
+                  check=_check_file),
     KvStoreDriver("memory", _memory_open, _memory_from_url, _memory_to_url,
                   members=frozenset({"path", "context", "memory_key_value_store", "atomic"})),
     KvStoreDriver("zip", _zip_open, _zip_from_url, _zip_to_url, adapter=True,
                   members=frozenset({"path", "base", "context", "cache_pool",
-                                     "data_copy_concurrency"})),
+                                     "data_copy_concurrency"}), check=_check_zip),
 ):
     register_kvstore_driver(_driver)
 
@@ -337,7 +415,39 @@ def _check_spec(spec: Mapping[str, Any]) -> Spec:
     extra = set(spec) - driver.members - {"driver"}
     if extra:
         raise SpecError(f"kvstore spec for driver {name!r} has unknown members {sorted(extra)}")
+    _spec_path(spec, dict(spec))
+    if driver.check is not None:
+        driver.check(dict(spec))
     return dict(spec)
+
+
+def fold_node_path(kvstore: Any, path: Any, fold: bool = True) -> tuple[Any, str]:
+    """A zarr driver spec's `kvstore` and `path` members as TensorStore normalizes them: a URL
+    becomes its spec, `path` is appended to the kvstore's path, which then ends in "/" (a
+    node is a directory). Returns the kvstore and the path left apart: all of it for what is
+    no TensorStore spec (a local path, a store object) and for a memory store without a name,
+    whose path's first segment would name a shared store instead. `fold=False` checks and
+    converts the same way but leaves `path` apart (the node keeps its name in the store)."""
+    if not isinstance(path, str):
+        raise SpecError(f"spec.path: expected a string, got {path!r}")
+    if isinstance(kvstore, str) and _looks_like_url(kvstore):
+        kvstore = parse_kvstore_url(kvstore)
+    elif isinstance(kvstore, dict) and "driver" in kvstore:  # not a dict used as a store
+        kvstore = _check_spec(kvstore)
+    else:
+        return kvstore, path
+    base = kvstore.get("base")
+    if isinstance(base, str) and _looks_like_url(base):  # a local path stays as given
+        kvstore["base"] = parse_kvstore_url(base)
+    own = kvstore.get("path", "")
+    if not fold or kvstore["driver"] == "memory" and not own.strip("/") and path.strip("/"):
+        return kvstore, path
+    joined = _join(own, path.lstrip("/"))
+    if joined:
+        kvstore["path"] = joined if joined.endswith("/") else joined + "/"
+    else:  # as TensorStore writes it: no empty path
+        kvstore.pop("path", None)
+    return kvstore, ""
 
 
 def _options(read_only: bool, mode: str | None) -> OpenOptions:

@@ -459,8 +459,9 @@ def _resolve(chain: ChainSpec | None, itemsize: int, shape: list[int],
     out = []
     for i, codec in enumerate(chain.array_array or []):
         resolved = _codec_defaults(codec, itemsize, shape, f"{where}[{i}]")
-        order = resolved["configuration"]["order"]
-        shape = [shape[o] for o in order]
+        order = resolved.get("configuration", {}).get("order")  # transpose's; others keep it
+        if order is not None:
+            shape = [shape[o] for o in order]
         out.append(resolved)
     ab = chain.array_bytes or CodecSpec1("bytes")
     if ab.name == SHARDING and chain.bytes_bytes:

@@ -15,15 +15,17 @@ from typing import Any
 
 from ..engine.cache import ChunkCache
 from ..errors import SpecError
+from ..kvstore.memory import MemoryStore
 
 _CONCURRENCY = ("data_copy_concurrency", "file_io_concurrency")
 # Resources a spec may configure that change nothing here (they tune TensorStore's own I/O).
-_PASSIVE = ("file_io_sync", "file_io_locking", "file_io_mode", "memory_key_value_store",
-            "file_io_memmap", "ocdbt_coordinator", "http_request_concurrency",
+_PASSIVE = ("file_io_sync", "file_io_locking", "file_io_mode", "file_io_retries",
+            "ocdbt_coordinator", "http_request_concurrency",
             "http_request_retries", "experimental_gcs_rate_limiter", "gcs_request_concurrency",
             "gcs_user_project", "gcs_request_retries", "s3_request_concurrency",
-            "s3_request_retries", "aws_credentials")
-_KINDS = ("cache_pool", *_CONCURRENCY, *_PASSIVE)
+            "s3_request_retries", "experimental_s3_rate_limiter", "aws_credentials")
+_MEMORY = "memory_key_value_store"
+_KINDS = ("cache_pool", *_CONCURRENCY, _MEMORY, *_PASSIVE)
 
 
 class CachePool:
@@ -59,6 +61,18 @@ class ConcurrencyLimit:
 
     def to_json(self) -> dict[str, Any]:
         return {} if self.limit == "shared" else {"limit": self.limit}
+
+
+class MemoryResource:
+    """The store of `{"driver": "memory"}` kvstores (without a name): opens with one context
+    share it, as in TensorStore; every other context has its own."""
+
+    def __init__(self, json: Any, where: str) -> None:
+        _object(json, where, set())
+        self.store = MemoryStore()
+
+    def to_json(self) -> dict[str, Any]:
+        return {}
 
 
 class _Passive:
@@ -100,6 +114,8 @@ def _make(kind: str, json: Any, where: str) -> Any:
         return CachePool(json, where)
     if kind in _CONCURRENCY:
         return ConcurrencyLimit(json, where)
+    if kind == _MEMORY:
+        return MemoryResource(json, where)
     return _Passive(json, where)
 
 

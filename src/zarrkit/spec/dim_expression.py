@@ -495,6 +495,10 @@ class DimExpression:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def dimensions(self, domain: IndexDomain) -> list[int]:
+        """The dimensions of `domain` this expression's `d[...]` selects, in its order."""
+        return _resolve(self._selection, domain, domain.rank)
+
     def apply(self, transform: IndexTransform) -> IndexTransform:
         """The transform with the operations applied (what `view[expression]` uses)."""
         if not self._ops:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import storage
@@ -113,11 +113,15 @@ def decoding_identity(md: Any) -> str:
                        if k not in ("shape", "attributes", "dimension_names")}).decode()
 
 
-def kvstore_json(store: Any, path: str) -> dict[str, Any]:
+def location_json(store: Any, path: str) -> dict[str, Any]:
+    """The `kvstore` (and `path`) members naming the node at `path` in `store`."""
+    if isinstance(store, MemoryStore) and store.name is None and path:
+        # In kvstore.path the first segment would name a shared memory store: not this one.
+        return {"kvstore": store.to_json(), "path": path}
     spec = kvstore_spec(store, path)
     if path:  # a node is a directory: TensorStore writes its path with a trailing slash
         spec["path"] = spec["path"].rstrip("/") + "/"
-    return spec
+    return {"kvstore": spec}
 
 
 def spec_dtype(md: Any) -> str | None:
@@ -194,7 +198,7 @@ class SpecNode:
         if fmt not in (2, 3):
             raise SpecError(f"array {self.name} is Zarr v{fmt}: no TensorStore driver opens it")
         json: dict[str, Any] = {"driver": "zarr3" if fmt == 3 else "zarr",
-                                "kvstore": kvstore_json(self.store, self.path)}
+                                **location_json(self.store, self.path)}
         dtype = spec_dtype(md)
         if dtype is not None:
             json["dtype"] = dtype
@@ -274,6 +278,18 @@ class SpecNode:
         return {"cache": self._cache_binding(), "copy_limit": state.copy_limit,
                 "io_limit": state.io_limit, "fill_missing": state.fill_missing_data_reads,
                 "name": self.name}
+
+    def _share_open_state(self, other: Any) -> None:
+        """Give `other`, a new handle on this array, the settings a spec attached at open:
+        its context (so the same cache pool and concurrency bounds), revalidation bounds and
+        fill_missing_data_reads. A copy: each handle tracks its own cached shape and read time.
+        """
+        state = self._open_state
+        if state is None:
+            return
+        other._open_state = replace(state, resources=dict(state.resources))
+        other._rechecks_metadata = self._rechecks_metadata
+        other._set_metadata(other._metadata)  # rebuild the engine with the cache pool
 
     # -- the decoded-chunk cache -----------------------------------------------------------------
     def _cache_binding(self) -> CacheBinding | None:

@@ -17,13 +17,15 @@ from typing import Any
 
 from .. import formats, storage
 from ..array import Array
+from ..codecs.numcodecs_v3 import check_types
 from ..errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
 from ..formats import V3_KEY
-from ..kvstore import KvStore, normalize_kvstore_spec, open_kvstore
+from ..kvstore import KvStore, fold_node_path, normalize_kvstore_spec, open_kvstore
 from ..metadata.json import json_dumps
 from ..metadata.names import normalize_path
 from ..metadata.v2 import ARRAY_KEY, ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3
+from .cast import open_cast
 from .context import Context
 from .node import OpenState, check_revalidation_bound
 from .schema import Schema, json_dtype
@@ -84,13 +86,33 @@ def _mode(json: dict[str, Any], options: dict[str, Any]) -> _Mode:
     return mode
 
 
-def _location(json: dict[str, Any], read_only: bool) -> tuple[Any, str]:
-    store, base = open_kvstore(json["kvstore"], read_only=read_only)
-    extra = json.get("path", "")
-    if not isinstance(extra, str):
-        raise SpecError("spec.path: must be a string")
+def _location(json: dict[str, Any], read_only: bool, context: Context) -> tuple[Any, str]:
+    kvstore, extra = fold_node_path(json["kvstore"], json.get("path", ""), fold=False)
+    if _unnamed_memory(kvstore):  # the context's store, as TensorStore's memory kvstore
+        if "context" in kvstore:
+            context = Context(kvstore["context"], parent=context)
+        shared = context.resource(kvstore.get("memory_key_value_store"),
+                                  "memory_key_value_store", "kvstore.memory_key_value_store")
+        store, base = shared.store.handle(read_only), ""
+    else:
+        store, base = open_kvstore(_with_context(kvstore, context), read_only=read_only)
     return store, normalize_path(storage.join(base, extra.strip("/")) if extra.strip("/")
                                  else base)
+
+
+def _with_context(kvstore: Any, context: Context) -> Any:
+    """The kvstore spec seeing the spec's (and the open's) context under its own, as in
+    TensorStore: resources it refers to (aws_credentials, file_io_sync, ...) may be there."""
+    outer = context.flat_json()
+    if not outer or not isinstance(kvstore, dict) or "driver" not in kvstore or not isinstance(
+            kvstore.get("context", {}), dict):  # no spec (a dict used as a store: kept as is)
+        return kvstore
+    return {**kvstore, "context": {**outer, **kvstore.get("context", {})}}
+
+
+def _unnamed_memory(kvstore: Any) -> bool:
+    return isinstance(kvstore, dict) and kvstore.get("driver") == "memory" and not str(
+        kvstore.get("path", "")).strip("/")
 
 
 def _schema(json: dict[str, Any], options: dict[str, Any], transform: Any) -> Schema:
@@ -207,6 +229,10 @@ def _copied(spec: Any) -> Any:
     return copy.deepcopy(spec, {id(kv): kv} if isinstance(kv, KvStore) else None)
 
 
+def spec_driver(spec: Spec | dict[str, Any]) -> Any:
+    return spec.driver if isinstance(spec, Spec) else spec.get("driver")
+
+
 def open_spec(spec: Any, **options: Any) -> Array | View:
     """Open (or create) the array a spec describes; see `zarrkit.open` for the keywords."""
     unknown = set(options) - set(_SCHEMA_KEYWORDS) - set(_MODE_KEYWORDS) - {
@@ -214,6 +240,10 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
         "write", "write_empty_chunks"}
     if unknown:
         raise SpecError(f"open: unexpected keyword(s) {sorted(unknown)} for a spec")
+    if isinstance(spec, Spec | dict) and spec_driver(spec) == "cast":
+        # Copied level by level, not here: the base may name a store object, to be kept.
+        return open_cast(spec.to_json() if isinstance(spec, Spec) else spec, options,
+                         open_spec)
     json = spec.to_json() if isinstance(spec, Spec) else _copied(spec)
     driver = _ZARR2 if check_driver(json) == "zarr" else _ZARR3
     driver.check_members(json)
@@ -222,7 +252,7 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
     constraints = driver.constraints(json)
     schema = _schema(json, options, transform)
     state = _state(json, options, mode)
-    store, path = _location(json, _read_only(options))
+    store, path = _location(json, _read_only(options), state.context)
     array = _open_or_create(store, path, mode, driver, constraints, schema,
                             _read_only(options), _write_empty(json, options))
     _attach(array, state)
@@ -284,9 +314,12 @@ def _open_or_create(store: Any, path: str, mode: _Mode, driver: _Driver, constra
                                 f"{store.driver} store, and create is false")
     doc = driver.new_doc(constraints, schema)
     md = driver.parse(doc, where=where)
+    check_types(md.codec_chain)  # filters refusing the data type: before anything is stored
     if mode.delete_existing:
         storage.delete_node(store, path)
-    storage.ensure_parents(store, path, driver.zarr_format)
+    # As TensorStore: only the array's own keys are written, never groups above it (an
+    # ancestor may even be an array), whichever way the spec splits kvstore and path.
+    storage.check_new_path(path, driver.zarr_format)
     # Exactly TensorStore's document.
     store.set(storage.join(path, driver.document), json_dumps(doc))
     storage.record_consolidated(store, path, md)

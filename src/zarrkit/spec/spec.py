@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
+from ..kvstore import fold_node_path
 from . import zarr2, zarr3
 from .chunk_layout import ChunkLayout
 from .schema import CodecSpec, Schema, json_dtype, with_json_fill
@@ -59,6 +60,16 @@ def check_driver(json: Any) -> str:
     return driver
 
 
+def _fold_location(json: dict[str, Any]) -> dict[str, Any]:
+    """TensorStore's normal form: the kvstore as a spec with the driver's `path` moved in."""
+    json["kvstore"], path = fold_node_path(json["kvstore"], json.get("path", ""))
+    if path:
+        json["path"] = path
+    else:
+        json.pop("path", None)
+    return json
+
+
 def _json_fill(member: Any) -> tuple[Any, Any]:
     """The `schema` member without its fill_value, and that, when the member has no dtype of
     its own: TensorStore then keeps the fill value as JSON (see `with_json_fill`)."""
@@ -70,11 +81,20 @@ def _json_fill(member: Any) -> tuple[Any, Any]:
 class Spec:
     """A JSON spec; `Spec(json)` checks the driver and members."""
 
+    def __new__(cls, json: Any = None) -> Spec:
+        driver = json.driver if isinstance(json, Spec) else (
+            json.get("driver") if isinstance(json, dict) else None)
+        if cls is Spec and driver == "cast":
+            from .cast import CastSpec  # a Spec subclass: cast.py imports this module
+
+            return super().__new__(CastSpec)
+        return super().__new__(cls)
+
     def __init__(self, json: Any) -> None:
         if isinstance(json, Spec):
             json = json.to_json()
         check_driver(json)
-        self._json = copy.deepcopy(json)
+        self._json = _fold_location(copy.deepcopy(json))
 
     def to_json(self, include_defaults: bool = False) -> dict[str, Any]:
         return copy.deepcopy(self._json)

@@ -143,6 +143,73 @@ def _check_intervals(lo: Sequence[int], hi: Sequence[int], upper: str | None) ->
                             "interval")
 
 
+# -- Dim ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One dimension of an index domain (`domain[0]`, `domain["x"]`): TensorStore's `Dim`."""
+
+    inclusive_min: int = -INF
+    exclusive_max: int = INF_MAX
+    label: str = ""
+    implicit_lower: bool | None = None  # None: implicit if infinite, as TensorStore's default
+    implicit_upper: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.implicit_lower is None:
+            object.__setattr__(self, "implicit_lower", self.inclusive_min == -INF)
+        if self.implicit_upper is None:
+            object.__setattr__(self, "implicit_upper", self.exclusive_max == INF_MAX)
+
+    @property
+    def inclusive_max(self) -> int:
+        return self.exclusive_max - 1
+
+    @property
+    def exclusive_min(self) -> int:
+        return self.inclusive_min - 1
+
+    @property
+    def size(self) -> int:
+        return self.exclusive_max - self.inclusive_min
+
+    @property
+    def finite(self) -> bool:
+        return self.inclusive_min != -INF and self.exclusive_max != INF_MAX
+
+    @property
+    def empty(self) -> bool:
+        return self.size == 0
+
+    def __len__(self) -> int:
+        if not self.finite:
+            raise SelectionError(f"len() of the unbounded dimension {self}")
+        return self.size
+
+    def __iter__(self) -> Any:
+        return iter(range(self.inclusive_min, self.inclusive_min + len(self)))
+
+    def __contains__(self, index: object) -> bool:
+        return _is_int(index) and self.inclusive_min <= int(index) < self.exclusive_max
+
+    def __str__(self) -> str:
+        text = ("(" if self.inclusive_min == -INF else "[") + _text(self.inclusive_min) + \
+            ("*" if self.implicit_lower else "") + ", " + _text(self.exclusive_max) + \
+            ("*" if self.implicit_upper else "") + ")"
+        return f'"{self.label}": {text}' if self.label else text
+
+    def __repr__(self) -> str:
+        parts = [f"inclusive_min={self.inclusive_min}"] if self.inclusive_min != -INF else []
+        parts += [f"exclusive_max={self.exclusive_max}"] if self.exclusive_max != INF_MAX else []
+        if self.implicit_lower != (self.inclusive_min == -INF):
+            parts.append(f"implicit_lower={self.implicit_lower}")
+        if self.implicit_upper != (self.exclusive_max == INF_MAX):
+            parts.append(f"implicit_upper={self.implicit_upper}")
+        parts += [f'label="{self.label}"'] if self.label else []
+        return f"Dim({', '.join(parts)})"
+
+
 # -- IndexDomain -----------------------------------------------------------------------------
 
 
@@ -265,6 +332,9 @@ class IndexDomain:
     def __len__(self) -> int:
         return self.rank
 
+    def __iter__(self) -> Any:
+        return (self[j] for j in range(self.rank))
+
     def __repr__(self) -> str:
         parts = []
         for i in range(self.rank):
@@ -278,6 +348,26 @@ class IndexDomain:
 
     def with_labels(self, labels: Sequence[str]) -> IndexDomain:
         return replace(self, labels=tuple(labels))
+
+    def __getitem__(self, selection: Any) -> Any:
+        """TensorStore's `domain[...]`: one dimension (`domain[0]`, `domain["x"]`: a `Dim`),
+        a dimension expression (`d["x"][2:5]`), another domain to slice by (dimensions
+        matched by label, else by position), a transform to apply, or a selection of
+        dimensions (`domain[1:]`, `domain["x", "z"]`)."""
+        from .dim_expression import DimExpression, d  # that module imports this one
+
+        if (isinstance(selection, DimExpression) and selection._ops) \
+                or isinstance(selection, IndexDomain | IndexTransform):
+            return IndexTransform.identity(self)[selection].domain
+        if isinstance(selection, str) or (_is_int(selection) and not isinstance(selection, bool)):
+            (j,) = d[selection].dimensions(self)
+            return Dim(self.inclusive_min[j], self.exclusive_max[j], self.labels[j],
+                       self.implicit_lower_bounds[j], self.implicit_upper_bounds[j])
+        expression = selection if isinstance(selection, DimExpression) else d[selection]
+        dims = expression.dimensions(self)
+        return IndexDomain(*(tuple(getattr(self, name)[j] for j in dims) for name in (
+            "inclusive_min", "exclusive_max", "implicit_lower_bounds", "implicit_upper_bounds",
+            "labels")))
 
     def merge(self, other: IndexDomain, where: str) -> IndexDomain:
         """The domain satisfying both (equal ranks, bounds and non-empty labels)."""
@@ -525,6 +615,35 @@ class IndexTransform:
         return IndexTransform(domain, tuple(output))
 
     # -- indexing ----------------------------------------------------------------------------
+    __iter__ = None  # not a sequence, though it takes integer indices (as TensorStore's)
+
+    def __getitem__(self, selection: Any) -> IndexTransform:
+        """TensorStore's `transform[...]`: a dimension expression, a domain to slice the
+        input domain by, a transform to apply first, else a numpy-style selection."""
+        from .dim_expression import DimExpression  # that module imports this one
+
+        if isinstance(selection, DimExpression):
+            return selection.apply(self)
+        if isinstance(selection, IndexDomain):
+            return _sliced_by(self, selection)
+        if isinstance(selection, IndexTransform):
+            if selection.output_rank != self.input_rank:
+                raise SelectionError(f"transform: a transform of output rank "
+                                     f"{selection.output_rank} cannot index one of input rank "
+                                     f"{self.input_rank}")
+            return self.compose(propagate_bounds(selection, self.domain))
+        return self.index(selection)
+
+    @property
+    def oindex(self) -> _TransformIndexer:
+        """`transform.oindex[...]`: outer indexing (each index array its own dimension)."""
+        return _TransformIndexer(self, "outer")
+
+    @property
+    def vindex(self) -> _TransformIndexer:
+        """`transform.vindex[...]`: vectorized indexing (index arrays broadcast together)."""
+        return _TransformIndexer(self, "vectorized")
+
     def index(self, selection: Any, mode: str = "numpy") -> IndexTransform:
         """Apply a numpy-style ("numpy"), outer ("outer") or vectorized selection."""
         inner = _selection_transform(self.domain, selection, mode)
@@ -550,6 +669,66 @@ class IndexTransform:
     def output_coordinates(self) -> list[np.ndarray]:
         """Each output dimension's coordinates over the whole input domain (broadcastable)."""
         return [_coordinates(m, self.domain) for m in self.output]
+
+
+class _TransformIndexer:
+    def __init__(self, transform: IndexTransform, mode: str) -> None:
+        self._transform = transform
+        self._mode = mode
+
+    def __getitem__(self, selection: Any) -> IndexTransform:
+        return self._transform.index(selection, self._mode)
+
+
+def _sliced_by(transform: IndexTransform, other: IndexDomain) -> IndexTransform:
+    """`transform[other]`: the input dimensions `other` names sliced to its bounds, as
+    TensorStore; an unlabeled transform takes `other`'s labels."""
+    from .dim_expression import d  # that module imports this one
+
+    target = transform.domain
+    dims = _aligned_dims(target, other)
+    if not dims:
+        return transform
+    slices = []
+    for i, j in enumerate(dims):
+        lo, hi = other.inclusive_min[i], other.exclusive_max[i]
+        if (lo == -INF and target.inclusive_min[j] != -INF) or (
+                hi == INF_MAX and target.exclusive_max[j] != INF_MAX):
+            raise SelectionError(f"index domain: cannot slice dimension {j} "
+                                 f"[{_text(target.inclusive_min[j])}, "
+                                 f"{_text(target.exclusive_max[j])}) by the unbounded "
+                                 f"[{_text(lo)}, {_text(hi)})")
+        # An infinite bound slices nothing, but becomes explicit as a sliced one does.
+        slices.append(slice(None if lo == -INF else lo, None if hi == INF_MAX else hi))
+    expression = d[dims][tuple(slices)]
+    if -INF in other.inclusive_min or INF_MAX in other.exclusive_max:
+        expression = expression.mark_bounds_implicit[False]
+    if not any(target.labels):
+        expression = expression.label[list(other.labels)]
+    return expression.apply(transform)
+
+
+def _aligned_dims(target: IndexDomain, other: IndexDomain) -> list[int]:
+    """The dimensions of `target` that `other`'s dimensions slice: by label where `other`
+    has one (and `target` too), else the unlabeled ones in order, with equal ranks."""
+    if (not any(other.labels) or not any(target.labels) or not all(other.labels)) \
+            and target.rank != other.rank:
+        raise SelectionError(f"index domain: a domain of rank {other.rank} cannot slice one "
+                             f"of rank {target.rank} unless every dimension of both is "
+                             "labelled")
+    if not any(other.labels) or not any(target.labels):
+        return list(range(target.rank))
+    free = [j for j, label in enumerate(target.labels) if not label]
+    dims = []
+    for label in other.labels:
+        if label and label not in target.labels:
+            raise SelectionError(f"index domain: no dimension is labelled {label!r} (labels "
+                                 f"{list(target.labels)})")
+        if not label and not free:
+            raise SelectionError("index domain: the slicing domain has more unlabeled "
+                                 "dimensions than the domain it slices")
+        dims.append(target.labels.index(label) if label else free.pop(0))
+    return dims
 
 
 def _add(value: int, shift: int, infinite: int, exclusive: int) -> int:

@@ -77,13 +77,15 @@ def _submit(fn: Callable[..., Any], *args: Any) -> ViewFuture:
 class View:
     """A lazily indexed region of an array (TensorStore's `TensorStore` with a transform)."""
 
-    def __init__(self, base: Any, transform: IndexTransform) -> None:
+    def __init__(self, base: Any, transform: IndexTransform, conversion: Any = None) -> None:
         if transform.output_rank != len(base.shape):
             raise SelectionError(f"transform has output rank {transform.output_rank}, the "
                                  f"array has rank {len(base.shape)}")
         _check_constants(transform)
         self.base = base
         self.transform = transform
+        #: A `cast.Cast` converting the elements (zarrkit.cast), or None.
+        self.conversion = conversion
 
     # -- description -------------------------------------------------------------------------
     @property
@@ -110,7 +112,17 @@ class View:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.base.dtype
+        return self.base.dtype if self.conversion is None else self.conversion.dtype
+
+    @property
+    def readable(self) -> bool:
+        return self.conversion is None or self.conversion.readable
+
+    @property
+    def writable(self) -> bool:
+        if self.conversion is not None:
+            return self.conversion.writable
+        return not getattr(self.base, "read_only", False)
 
     # What TensorStore's TensorStore describes, in the view's coordinates (an Array opened
     # with labels the metadata cannot hold is a View, and must describe itself as one).
@@ -124,7 +136,8 @@ class View:
 
     @property
     def fill_value(self) -> Any:
-        return self.base.fill_value
+        fill = self.base.fill_value
+        return fill if self.conversion is None else self.conversion.fill(fill)
 
     @property
     def dimension_units(self) -> Units:
@@ -134,19 +147,25 @@ class View:
     def schema(self) -> Schema:
         base = self.base.schema
         units = None if base.dimension_units is None else self.dimension_units
-        return Schema(dtype=base.dtype, domain=self.domain, chunk_layout=self.chunk_layout,
-                      codec=base.codec, fill_value=base.fill_value,
-                      dimension_units=units if units and any(units) else None)
+        cast = self.conversion
+        schema = Schema(dtype=base.dtype if cast is None else cast.name, domain=self.domain,
+                        chunk_layout=self.chunk_layout, codec=base.codec,
+                        fill_value=base.fill_value if cast is None else None,
+                        dimension_units=units if units and any(units) else None)
+        return schema if cast is None else cast.with_fill(schema, base.fill_value)
 
     def spec(self, **options: Any) -> Any:
-        return self.base.spec(**options, transform=self.transform)
+        spec = self.base.spec(**options, transform=self.transform)
+        if self.conversion is None:
+            return spec
+        return type(spec)(self.conversion.wrap_spec(spec.to_json()))
 
     def __repr__(self) -> str:
         return f"<zarrkit.View of {self.base.name} domain={self.domain!r} dtype={self.dtype}>"
 
     # -- composing ---------------------------------------------------------------------------
     def _with(self, transform: IndexTransform) -> View:
-        return View(self.base, transform)
+        return View(self.base, transform, self.conversion)
 
     def __getitem__(self, selection: Any) -> View:
         if isinstance(selection, DimExpression):  # view[d["x"][2:5]], as TensorStore
@@ -203,20 +222,31 @@ class View:
         # Resolved as TensorStore resolves: a bound stays implicit only if the array's is (a
         # lower bound marked implicit becomes the array's explicit origin).
         return View(self.base, propagate_bounds(self.transform,
-                                                IndexDomain.from_shape(self.base.shape)))
+                                                IndexDomain.from_shape(self.base.shape)),
+                    self.conversion)
 
     # -- data --------------------------------------------------------------------------------
     def read(self) -> ViewFuture:
         """A future of the values (`.result()`, or `await` it)."""
-        return _submit(read_view, self.base, self.transform)
+        if self.conversion is None:
+            return _submit(read_view, self.base, self.transform)
+        return _submit(self._read_cast)
+
+    def _read_cast(self) -> np.ndarray:
+        # Decoded in the base's type, then converted in one pass.
+        return self.conversion.read(read_view(self.base, self.transform))
 
     def write(self, value: Any) -> ViewFuture:
-        value = _as_written(value, self.base)  # a copy: the caller may reuse its buffer
+        if self.conversion is None:
+            value = _as_written(value, self.base)  # a copy: the caller may reuse its buffer
+        else:
+            value = self.conversion.written(value, f"a cast view of {self.base.name}")
         return _submit(write_view, self.base, self.transform, value)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return as_numpy(lambda: read_view(self.base, self.transform), dtype, copy,
-                        f"view of {self.base.name}")
+        read = (self._read_cast if self.conversion is not None
+                else lambda: read_view(self.base, self.transform))
+        return as_numpy(read, dtype, copy, f"view of {self.base.name}")
 
 
 def _as_written(value: Any, base: Any) -> np.ndarray:
