@@ -179,7 +179,8 @@ def test_time_bound_stops_rechecking_once_passed(tmp_path):
     assert a._rechecks_metadata
     time.sleep(0.06)
     a[0, 0]  # reads the metadata once more (it was read before the bound) ...
-    assert not a._rechecks_metadata  # ... and then never again
-    zarrkit.open(_spec(tmp_path)).resize(2, 2)
+    # ... and then never again (reads still look at the context's shared metadata)
+    assert not a._open_state.metadata_stale()
+    zarrkit.open(_spec(tmp_path)).resize(2, 2)  # another context: not shared
     assert a[...].shape == (4, 4)
-    assert not zarrkit.open(_spec(tmp_path))._rechecks_metadata  # default "open": never
+    assert not zarrkit.open(_spec(tmp_path))._open_state.metadata_stale()  # "open": never

@@ -65,6 +65,7 @@ from .errors import (
     SpecError,
     StoreError,
     StoreUnreachableError,
+    UnpicklableError,
     ZarrkitError,
 )
 from .group import Group
@@ -92,6 +93,7 @@ __all__ = [
     "ReadOnlyError", "SpecError", "CopyRequiredError",
     "consolidate_metadata", "convert", "upgrade_metadata",
     "CredentialsError", "NotSupportedError", "PermissionDeniedError", "StoreUnreachableError",
+    "UnpicklableError",
     "ChunkNotFoundError", "to_dask", "from_dask",
     "Spec", "Schema", "ChunkLayout", "CodecSpec", "Context", "IndexDomain", "IndexTransform",
     "Unit", "View", "d", "DimExpression", "cast", "Dim",

@@ -101,14 +101,15 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
 
     `where` is a path, a URL (`file://`, `memory://`, `...zip`, `s3://`, `gs://`, `az://`,
     `https://`; `storage_options=` configures the remote ones), a store, or a TensorStore-style
-    spec (a `Spec` or its JSON, `{"driver": "zarr3", "kvstore": ..., "metadata": ...}`), opened
-    with TensorStore's keywords and semantics: `open`, `create`, `delete_existing`,
-    `assume_metadata`, `assume_cached_metadata`, `dtype`, `shape`, `domain`, `rank`,
-    `chunk_layout`, `codec`, `fill_value`, `dimension_units`, `schema`, `context`,
+    spec (a `Spec` or its JSON, `{"driver": "zarr3", "kvstore": ..., "metadata": ...}`, or
+    `"zarr"` for v2), opened with TensorStore's keywords and semantics: `open`, `create`,
+    `delete_existing`, `assume_metadata`, `assume_cached_metadata`, `dtype`, `shape`, `domain`,
+    `rank`, `chunk_layout`, `codec`, `fill_value`, `dimension_units`, `schema`, `context`,
     `recheck_cached_data`, `recheck_cached_metadata` (plus `read_only`, `write=False`); a spec
-    with a transform opens as a `View`. Modes: "r" read only; "r+" read/write, must exist; "a"
-    read/write, created if missing; "w" create, replacing what exists; "w-" create, fail if
-    anything exists. Creating with `shape=` makes an array, otherwise a group. Opening an existing
+    with a transform opens as a `View`, and `{"driver": "cast", "dtype": ..., "base": spec}` as
+    `zarrkit.cast` of its base (the keywords go to the base). Modes: "r" read only; "r+"
+    read/write, must exist; "a" read/write, created if missing; "w" create, replacing what
+    exists; "w-" create, fail if anything exists. Creating with `shape=` makes an array, otherwise a group. Opening an existing
     array in mode "a" or "r+", `write_empty_chunks=` configures the handle, and creation
     keywords (`shape`, `dtype`, `chunks`, `fill_value`, codecs, ...) must agree with the stored
     array (SpecError naming the keyword); `attributes=` is used only when creating. `overwrite=`

@@ -141,13 +141,14 @@ class Array(Node, SpecNode, SelectionMethods):
 
     @property
     def chunks(self) -> tuple[int, ...]:
-        """The read chunk shape: inner chunks of a sharded array, else the chunk shape."""
-        return self._engine.read_chunk_shape
+        """The inner chunks of a sharded array (in the array's dimensions: a transpose before
+        the sharding permutes them), else the chunk shape."""
+        return self._engine.inner_chunks or self._engine.chunk_shape
 
     @property
     def shards(self) -> tuple[int, ...] | None:
         """The shard shape (the chunk grid's shape) of a sharded array, else None."""
-        return self._metadata.chunk_shape if self._engine.sharding is not None else None
+        return self._metadata.chunk_shape if self._engine.inner_chunks is not None else None
 
     @property
     def fill_value(self) -> Any:
@@ -237,6 +238,7 @@ class Array(Node, SpecNode, SelectionMethods):
             change(attrs)
             updated = current.evolve(attributes=attrs)
             storage.write_attributes(self.store, self.path, updated)
+            self._publish_metadata(updated)  # to handles sharing a spec's context
         self._set_metadata(updated)
         return attrs
 
@@ -294,7 +296,7 @@ class Array(Node, SpecNode, SelectionMethods):
         self._write(lambda: self._plan(selection), value)
 
     def _plan(self, selection: Any) -> Plan:
-        return numpy_plan(selection, self.shape, self.chunks)
+        return numpy_plan(selection, self.shape, self._engine.read_chunk_shape)
 
     def _read(self, plan: Plan, out: np.ndarray | None = None) -> Any:
         if out is not None and not (plan.as_is and out.shape == plan.buffer_shape
@@ -363,6 +365,7 @@ class Array(Node, SpecNode, SelectionMethods):
         """Adopt the stored metadata when another handle has changed the shape."""
         if self._metadata_assumed:  # assume_metadata: zarr.json is never read
             return
+        seen = self._shared_snapshot()
         key = guard.document_key(self.path, self._metadata)
         raw = guard.read_document(self.store, key, self.name)
         if raw == self._document_seen:
@@ -371,6 +374,7 @@ class Array(Node, SpecNode, SelectionMethods):
         if guard.shape_changed(raw, key, self.shape):
             self._set_metadata(guard.stored_metadata(self.store, self.path, self._metadata,
                                                      self.name))
+            self._offer_metadata(seen)  # to handles sharing a spec's context
         self._document_seen = raw
 
     def _write_planned(self, plan: Plan, value: np.ndarray) -> None:
@@ -444,6 +448,7 @@ class Array(Node, SpecNode, SelectionMethods):
             current = guard.stored_metadata(self.store, self.path, self._metadata, self.name)
             updated = current.evolve(shape=new_shape)
             storage.write_metadata(self.store, self.path, updated)
+            self._publish_metadata(updated)  # to handles sharing a spec's context
         self._set_metadata(updated)
 
     def _erase_outside(self, new_shape: tuple[int, ...]) -> None:
@@ -544,7 +549,7 @@ class Array(Node, SpecNode, SelectionMethods):
         that its stored shards hold, from their indexes (read concurrently): exact, where
         zarr-python 3.1 counts stored shards times chunks per shard (a shard holding one
         chunk counts whole, and edge shards can take the count above `nchunks`)."""
-        if self._engine.sharding is not None:
+        if self._engine.inner_chunks is not None:
             return _Count(chunk_io.inner_chunks_stored(self._engine, self._stored_shards()))
         return self._objects_stored()
 
@@ -553,7 +558,7 @@ class Array(Node, SpecNode, SelectionMethods):
         """The shards stored (a property that can also be called, as `nchunks_initialized`);
         `nchunks_initialized` when the array is not sharded, as zarr-python's
         `_nshards_initialized`."""
-        if self._engine.sharding is not None:
+        if self._engine.inner_chunks is not None:
             return _Count(len(self._stored_shards()))
         return self._objects_stored()
 
@@ -637,7 +642,7 @@ class _Indexer:
         a = self._array
         if a._rechecks_metadata:  # recheck_cached_metadata (spec/node.py)
             a._recheck_metadata()
-        return a._read(self._planner(selection, a.shape, a.chunks), out)
+        return a._read(self._planner(selection, a.shape, a._engine.read_chunk_shape), out)
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         a = self._array
@@ -645,7 +650,7 @@ class _Indexer:
         if fields is not None:
             a._set(self, selection, value, fields, None)
             return
-        a._write(lambda: self._planner(selection, a.shape, a.chunks), value)
+        a._write(lambda: self._planner(selection, a.shape, a._engine.read_chunk_shape), value)
 
     def _set_fields(self, selection: Any, value: Any, names: list[str]) -> None:
         a = self._array

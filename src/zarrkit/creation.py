@@ -144,7 +144,11 @@ def _key_encoding(value: Any) -> dict[str, Any]:
         return {"name": "default", "configuration": {"separator": "/"}}
     if isinstance(value, str):
         return {"name": value}
-    return dict(value)
+    doc = dict(value)
+    if "separator" in doc and "configuration" not in doc:
+        # zarr-python's keyword form {"name": ..., "separator": ...}: the metadata nests it
+        doc["configuration"] = {"separator": doc.pop("separator")}
+    return doc
 
 
 def build_array_document(

@@ -117,5 +117,10 @@ class NotSupportedError(StoreError):
     """The store cannot do this operation at all (e.g. listing a plain HTTP server)."""
 
 
+class UnpicklableError(NotSupportedError, TypeError):
+    """The object cannot be pickled (a memory store, a writable zip archive): a TypeError, as
+    pickle's own refusal."""
+
+
 class SpecError(ZarrkitError, ValueError):
     """A TensorStore-style spec, schema, chunk layout or URL is invalid or contradictory."""

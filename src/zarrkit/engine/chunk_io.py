@@ -20,6 +20,7 @@ import numpy as np
 from ..codecs._buffers import byte_view, nbytes
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
+from ..codecs.transpose import TransposeCodec
 from ..errors import ChunkNotFoundError, CorruptDataError, SelectionError
 from ..indexing import ChunkProjection, Plan
 from ..kvstore._util import resolve_range
@@ -58,11 +59,15 @@ class ChunkedArray:
     fill_missing: bool = True
     name: str = ""
     sharding: ShardingCodec | None = field(init=False)
+    #: The inner chunk shape, in the array's dimensions, of any chain that shards (also behind
+    #: array->array codecs or before bytes->bytes ones, which `sharding` leaves out); else None.
+    inner_chunks: tuple[int, ...] | None = field(init=False)
 
     def __post_init__(self) -> None:
         c = self.chain
         plain = isinstance(c.array_bytes, ShardingCodec) and not c.array_array and not c.bytes_bytes
         object.__setattr__(self, "sharding", c.array_bytes if plain else None)
+        object.__setattr__(self, "inner_chunks", inner_chunk_shape(c))
         ensure_concurrency(self.store.io_concurrency)  # remote stores: many requests in flight
         if self.io_limit is not None:
             object.__setattr__(self, "store", LimitedStore(self.store, self.io_limit))
@@ -80,6 +85,23 @@ class ChunkedArray:
     def fill_bytes(self) -> bytes:
         """One element of the fill value, as stored in memory (numeric and fixed-size types)."""
         return np.asarray(self.fill_value, dtype=self.dtype).tobytes()
+
+
+def inner_chunk_shape(chain: CodecChain) -> tuple[int, ...] | None:
+    """The inner chunk shape of a chain whose array->bytes codec is sharding, in the dimensions
+    of the array: a transpose before the sharding permutes them (the other array->array codecs
+    keep the shape). None for a chain that does not shard."""
+    sharding = chain.array_bytes
+    if not isinstance(sharding, ShardingCodec):
+        return None
+    shape = list(sharding.chunk_shape)
+    for codec in reversed(chain.array_array):
+        if isinstance(codec, TransposeCodec):  # encoded dimension k is decoded dimension order[k]
+            undone = [0] * len(shape)
+            for k, d in enumerate(codec.order):
+                undone[d] = shape[k]
+            shape = undone
+    return tuple(shape)
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -1323,7 +1345,7 @@ def inner_chunks_stored(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> int
     another writer's change; the fresh ones replace it."""
     sharding = arr.sharding
     if sharding is None:
-        raise TypeError("inner_chunks_stored: the array is not sharded")
+        return _inner_chunks_decoded(arr, shards)
     cps = sharding.chunks_per_shard
     grid = [-(-s // c) for s, c in zip(arr.shape, sharding.chunk_shape, strict=True)]
 
@@ -1335,5 +1357,27 @@ def inner_chunks_stored(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> int
         inside = tuple(slice(0, max(0, min(n, g - s * n)))
                        for s, n, g in zip(shard, cps, grid, strict=True))
         return int(np.count_nonzero(index[inside][..., 0] != _EMPTY))
+
+    return sum(_run(arr, bounded(arr.copy_limit, count), shards, inline=len(shards) <= 1))
+
+
+def _inner_chunks_decoded(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> int:
+    """`inner_chunks_stored` of a chain that shards behind array->array codecs or before
+    bytes->bytes ones: its shards are read whole, as the index may be compressed and its
+    positions are in the transposed dimensions; `shard_entries` maps them back."""
+    inner = arr.inner_chunks
+    if inner is None:
+        raise TypeError("inner_chunks_stored: the array is not sharded")
+
+    def count(shard: tuple[int, ...]) -> int:
+        data = arr.store.get(arr.key(shard))
+        if data is None:  # deleted since it was listed
+            return 0
+        positions = arr.chain.shard_entries(data)
+        assert positions is not None  # the chain shards
+        inside = tuple(slice(0, max(0, min(c, s - i * c)))
+                       for i, c, s in zip(shard, arr.chunk_shape, arr.shape, strict=True))
+        found = positions[inside]
+        return int(np.unique(found[found >= 0]).size)
 
     return sum(_run(arr, bounded(arr.copy_limit, count), shards, inline=len(shards) <= 1))

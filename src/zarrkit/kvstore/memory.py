@@ -17,7 +17,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from itertools import count
 from typing import Any, ClassVar
 
-from ..errors import InvalidKeyError
+from ..errors import InvalidKeyError, UnpicklableError
 from ._keylocks import KeyLocks
 from ._util import as_bytes, resolve_range
 from .base import Buffer, ByteRange, GenerationMismatch, KvStore, validate_key, validate_prefix
@@ -180,6 +180,14 @@ class MemoryStore(KvStore):
         if self.name is None:
             return {"driver": "memory"}
         return {"driver": "memory", "path": self.name + "/"}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # TensorStore pickles a memory-backed handle as its spec, which opens an empty,
+        # unrelated store where it is loaded: reads there would silently see fill values.
+        raise UnpicklableError(f"cannot pickle {self!r}: its data lives in this process's "
+                               "memory, and a copy elsewhere would start empty; use a store "
+                               "others can open (a directory, an object store) or pickle a dict "
+                               "store, which copies its data")
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""

@@ -45,7 +45,14 @@ import zlib
 from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
-from ..errors import CorruptDataError, InvalidKeyError, NotSupportedError, SpecError, StoreError
+from ..errors import (
+    CorruptDataError,
+    InvalidKeyError,
+    NotSupportedError,
+    SpecError,
+    StoreError,
+    UnpicklableError,
+)
 from ._util import byte_view, local_path, pread_exact, resolve_range
 from .base import (
     Buffer,
@@ -425,8 +432,8 @@ class ZipStore(KvStore):
     def __reduce__(self) -> tuple[Any, ...]:
         # A copy in another process reopens the archive; only readers can share one.
         if not self.read_only:
-            raise NotSupportedError(f"cannot pickle {self!r}: a zip archive has one writer at "
-                                    "a time; close it and pickle a read-only store (mode 'r')")
+            raise UnpicklableError(f"cannot pickle {self!r}: a zip archive has one writer at "
+                                   "a time; close it and pickle a read-only store (mode 'r')")
         return ZipStore, (self.path, "r")
 
     def __del__(self) -> None:

@@ -166,12 +166,13 @@ class Cast:
 
     def with_fill(self, schema: Schema, fill: Any) -> Schema:
         """`schema` (of the view's type, without a fill value) with the base's fill value
-        converted; text stays JSON text, as TensorStore's schema shows it."""
+        converted; text kept as read ("string" bytes, "ustring" str), as TensorStore's schema
+        shows it (its JSON has text either way)."""
         value = self.fill(fill)
         if value is None:
             return schema
         if self.name in _TEXT:
-            return with_json_fill(schema, value.decode() if isinstance(value, bytes) else value)
+            return with_json_fill(schema, value)
         out = copy.deepcopy(schema)
         out.update(fill_value=value, where="cast")
         return out

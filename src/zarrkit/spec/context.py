@@ -16,6 +16,7 @@ from typing import Any
 from ..engine.cache import ChunkCache
 from ..errors import SpecError
 from ..kvstore.memory import MemoryStore
+from .metadata_cache import MetadataCache
 
 _CONCURRENCY = ("data_copy_concurrency", "file_io_concurrency")
 # Resources a spec may configure that change nothing here (they tune TensorStore's own I/O).
@@ -29,7 +30,8 @@ _KINDS = ("cache_pool", *_CONCURRENCY, _MEMORY, *_PASSIVE)
 
 
 class CachePool:
-    """A pool of decoded chunks; `cache` is None when total_bytes_limit is 0 (no caching)."""
+    """A pool of decoded chunks (`cache`, None when total_bytes_limit is 0: no caching) and of
+    the arrays' metadata (`metadata`, shared by the handles opened with the pool)."""
 
     def __init__(self, json: Any, where: str) -> None:
         json = _object(json, where, {"total_bytes_limit"})
@@ -39,6 +41,8 @@ class CachePool:
                             f"{limit!r}")
         self.total_bytes_limit = limit
         self.cache = ChunkCache(limit) if limit else None
+        # Shared whatever the limit: TensorStore's handles share metadata in a 0-byte pool too.
+        self.metadata = MetadataCache()
 
     def to_json(self) -> dict[str, Any]:
         return {"total_bytes_limit": self.total_bytes_limit} if self.total_bytes_limit else {}

@@ -38,11 +38,12 @@ from .transform import (
     OutputIndexMap,
     _broadcast,
     _Builder,
-    _check_single,
     _is_int,
     _normalize_terms,
     _per_dim,
     _slice_dim,
+    arrays_adjacent,
+    as_broadcast,
 )
 
 # -- the dimension selection ------------------------------------------------------------------
@@ -152,6 +153,11 @@ def _expand_vector_slices(terms: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _int_0d(term: Any) -> bool:
+    """A zero-rank integer array: an integer term (TensorStore repeats a lone one too)."""
+    return isinstance(term, np.ndarray) and term.ndim == 0 and term.dtype.kind in "iu"
+
+
 def _consumed(term: Any) -> int:
     """How many selected dimensions a term uses (a new axis uses one of the result's)."""
     if term is Ellipsis:
@@ -179,7 +185,7 @@ class _Indexing:
         """The terms, a lone integer, slice or None repeated for each selected dimension."""
         terms = self.terms
         if len(terms) == 1 and (terms[0] is None or isinstance(terms[0], slice)
-                                or _is_int(terms[0])):
+                                or _is_int(terms[0]) or _int_0d(terms[0])):
             return terms * k
         used = sum(_consumed(t) for t in terms)
         if used != k and not (any(t is Ellipsis for t in terms) and used < k):
@@ -195,16 +201,18 @@ class _Indexing:
         if self.mode == "outer" and any(t[0] == "bool0" for t in normalized):
             raise SelectionError("oindex: a zero-rank boolean index cannot be used on a "
                                  "dimension selection")
-        inner, selection = _index_transform(transform.domain, dims, normalized, self.mode)
+        inner, selection = _index_transform(transform.domain, dims, normalized, self.mode,
+                                            arrays_adjacent(terms))
         return transform.compose(inner), selection
 
 
 def _index_transform(domain: IndexDomain, dims: list[int], terms: list[tuple[Any, ...]],
-                     mode: str) -> tuple[IndexTransform, list[int]]:
+                     mode: str, adjacent: bool) -> tuple[IndexTransform, list[int]]:
     """The transform (new input -> old input) of terms applied to the selected positions
-    `dims` of the space with the new axes inserted; and the new selection."""
+    `dims` of the space with the new axes inserted; and the new selection. `adjacent`: the
+    given terms keep index arrays in place (`arrays_adjacent`)."""
     space = domain.rank + sum(1 for t in terms if t[0] == "new")
-    blocks, front = _array_blocks(terms, mode, dims)  # (rewrites array terms: broadcast)
+    blocks, front = _array_blocks(terms, mode, dims, adjacent)  # (rewrites array terms)
     at = dict(zip(dims, (t for t in terms if t[0] != "bool0"), strict=True))
     slots: list[tuple[Any, ...]] = [("block", key) for key in front]
     for p in range(space):
@@ -240,7 +248,7 @@ def _old_dimensions(space: int, at: dict[int, tuple[Any, ...]]) -> dict[int, int
     return {p: j for j, p in enumerate(old)}
 
 
-def _array_blocks(terms: list[tuple[Any, ...]], mode: str, dims: list[int]
+def _array_blocks(terms: list[tuple[Any, ...]], mode: str, dims: list[int], adjacent: bool
                   ) -> tuple[dict[Any, tuple[Any, int | None]], list[Any]]:
     """Per block of index array dimensions: (shape source, position it replaces or None);
     and the blocks that come first. Outer indexing gives each array (a mask: its arrays)
@@ -261,12 +269,12 @@ def _array_blocks(terms: list[tuple[Any, ...]], mode: str, dims: list[int]
     index = [i for i, _, _ in arrays]
     # In place only for adjacent terms that all index a dimension (TensorStore puts the
     # dimensions first as soon as a zero-rank boolean is among them).
-    adjacent = index[-1] - index[0] + 1 == len(index) and all(p is not None
-                                                             for _, _, p in arrays)
+    adjacent = adjacent and all(p is not None for _, _, p in arrays)
     place = arrays[0][2] if mode == "numpy" and adjacent else None
     blocks = {"joint": (shaped[0], place)}
     for n, (_, t, _) in enumerate(arrays):  # every array term names the one joint block
-        terms[index[n]] = ("array", shaped[n], "joint") if t[0] == "array" else t
+        kept = as_broadcast(t[1], shaped[n].ndim) if t[0] == "array" else None
+        terms[index[n]] = ("array", kept, "joint") if t[0] == "array" else t
     return blocks, ["joint"] if place is None else []
 
 
@@ -281,7 +289,6 @@ def _old_maps(b: _Builder, domain: IndexDomain, at: dict[int, tuple[Any, ...]],
             b.maps.append(("const", term[1]))
         elif term[0] == "array":
             b.maps.append(("array", term[1], first[("block", term[2])]))
-            _check_single(b, term[1], domain, j)
         else:
             b.maps.append(("single", *sliced[j], first[("slice", p)]))
 
@@ -387,6 +394,9 @@ def _strided_bounds(d: IndexDomain, j: int, stride: int | None) -> tuple[int, in
         return lo, last + 1, ilo, ihi
     if stride == 0:
         raise SelectionError(f"stride: dimension {j} cannot have stride 0")
+    if lo > last:  # empty: TensorStore puts it at ceil(origin / stride), whatever the sign
+        first = -(-lo // stride)
+        return (first, first, ihi, ilo) if stride < 0 else (first, first, ilo, ihi)
     if stride < 0:
         lo, last, ilo, ihi = last, lo, ihi, ilo
     first = -INF if abs(lo) == INF else -(-lo // stride)  # ceil(lo / stride)

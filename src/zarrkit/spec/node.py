@@ -22,6 +22,7 @@ from ..metadata.data_type import TEXT_KINDS
 from ..metadata.json import json_dumps
 from .chunk_layout import ChunkLayout
 from .context import CachePool, Context
+from .metadata_cache import SharedMetadata
 from .schema import CodecSpec, Schema, dtype_name
 from .spec import Spec
 from .transform import IndexDomain, IndexTransform
@@ -61,6 +62,10 @@ class OpenState:
     resources: dict[str, Any] = field(default_factory=dict)
     #: False: reads of chunks not stored raise ChunkNotFoundError instead of filling them in.
     fill_missing_data_reads: bool = True
+    #: The cache pool's entry for this array (None with assume_metadata), and the entry's
+    #: metadata this handle last adopted: another object means another handle changed it.
+    shared: SharedMetadata | None = None
+    shared_seen: Any = None
 
     def min_time(self) -> Any:
         """When cached data must have been read to be served (None: never serve)."""
@@ -101,6 +106,15 @@ def store_identity(store: Any) -> Any:
     if isinstance(store, MemoryStore):
         return ("memory", id(store._data))
     return (type(store).__name__, repr(sorted(store.to_json().items())))
+
+
+def location_key(store: Any, path: str, zarr_format: int) -> Any:
+    """What TensorStore's metadata cache tells arrays apart by: the store and the full path
+    (however a spec splits it between `kvstore.path` and `path`), and the driver."""
+    spec = kvstore_spec(store, path)
+    spec["path"] = str(spec.get("path", "")).strip("/")
+    where = ("memory", id(store._data)) if isinstance(store, MemoryStore) else type(store).__name__
+    return where, json_dumps(dict(sorted(spec.items()))).decode(), zarr_format
 
 
 def decoding_identity(md: Any) -> str:
@@ -247,26 +261,72 @@ class SpecNode:
             self._recheck_metadata()
 
     def _recheck_metadata(self) -> None:
-        """recheck_cached_metadata: adopt the stored metadata (a resize by another handle or
-        process, ...) when the cached one is older than the bound. A time bound stops asking
-        once metadata read after it is in use."""
+        """Before a read or write of a handle opened from a spec: adopt the metadata another
+        handle sharing its cache pool recorded (a resize), then, when recheck_cached_metadata
+        asks, the stored one (a resize by another process, ...). Either may change only the
+        shape (and attributes): anything else is a MetadataError."""
         state = self._open_state
-        if state is None or self._metadata_assumed or not state.metadata_stale():
+        if state is None or self._metadata_assumed:
             self._rechecks_metadata = False
             return
+        shared = state.shared
+        if shared is not None and shared.metadata is not state.shared_seen:
+            self._adopt_shared(shared.metadata)
+        if state.metadata_stale():
+            self._reread_metadata(state)
+        elif shared is None:  # a time bound stops asking once metadata read after it is in use
+            self._rechecks_metadata = False
+
+    def _reread_metadata(self, state: OpenState) -> None:
         now = time.time()
         old = self._metadata
+        seen = None if state.shared is None else state.shared.metadata  # before the read
         self._adopt_stored_metadata()
-        # (equal documents first: no JSON encoding of either when nothing changed)
-        if self._metadata != old and decoding_identity(self._metadata) != decoding_identity(old):
-            # As TensorStore: only the shape may change under an open handle; other metadata
-            # (an array replaced by delete_existing) would change what its reads mean.
-            self._set_metadata(old)
-            raise MetadataError(f"array {self.name}: the stored metadata changed incompatibly "
-                                "since it was opened (only the shape may change); open it "
-                                "again")
+        self._check_compatible(old, self._metadata)
         state.metadata_read_at = now
-        self._rechecks_metadata = state.metadata_stale()
+        self._offer_metadata(seen)
+
+    def _check_compatible(self, old: Any, new: Any) -> None:
+        """As TensorStore: only the shape may change under an open handle; other metadata
+        (an array replaced by delete_existing) would change what its reads mean."""
+        # (equal documents first: no JSON encoding of either when nothing changed)
+        if new == old or decoding_identity(new) == decoding_identity(old):
+            return
+        if self._metadata is not old:
+            self._set_metadata(old)
+        raise MetadataError(f"array {self.name}: the metadata changed incompatibly since it "
+                            "was opened (only the shape may change); open it again")
+
+    def _adopt_shared(self, metadata: Any) -> None:
+        """Take the shared entry's metadata (recorded by another handle) as this handle's."""
+        self._check_compatible(self._metadata, metadata)
+        if metadata != self._metadata:
+            self._set_metadata(metadata)
+        self._open_state.shared_seen = metadata  # type: ignore[union-attr]
+
+    def _shared_snapshot(self) -> Any:
+        """The shared entry's metadata before this handle reads the store (see
+        `_offer_metadata`)."""
+        state = self._open_state
+        return None if state is None or state.shared is None else state.shared.metadata
+
+    def _offer_metadata(self, seen: Any) -> None:
+        """Record the metadata just read from the store in the shared entry, unless a write of
+        this process recorded other metadata since `seen` (then that one is adopted)."""
+        state = self._open_state
+        if state is None or state.shared is None:
+            return
+        current = state.shared.offer(self._metadata, seen)
+        if current is not self._metadata:
+            self._adopt_shared(current)
+        state.shared_seen = current
+
+    def _publish_metadata(self, metadata: Any) -> None:
+        """Record metadata this handle wrote (resize, attributes) for the handles sharing it;
+        called under the store's lock of the document, so entries follow the stored order."""
+        state = self._open_state
+        if state is not None and state.shared is not None:
+            state.shared_seen = state.shared.publish(metadata)
 
     # -- what the engine gets from the spec ------------------------------------------------------
     def _engine_options(self) -> dict[str, Any]:
@@ -282,7 +342,8 @@ class SpecNode:
     def _share_open_state(self, other: Any) -> None:
         """Give `other`, a new handle on this array, the settings a spec attached at open:
         its context (so the same cache pool and concurrency bounds), revalidation bounds and
-        fill_missing_data_reads. A copy: each handle tracks its own cached shape and read time.
+        fill_missing_data_reads. A copy: each handle tracks its own cached shape and read time
+        (the context's shared metadata entry is the same object, so the two follow each other).
         """
         state = self._open_state
         if state is None:

@@ -27,7 +27,7 @@ from ..metadata.v2 import ARRAY_KEY, ArrayMetadataV2
 from ..metadata.v3 import ArrayMetadataV3
 from .cast import open_cast
 from .context import Context
-from .node import OpenState, check_revalidation_bound
+from .node import OpenState, check_revalidation_bound, location_key
 from .schema import Schema, json_dtype
 from .spec import ZARR3_MEMBERS, Spec, check_driver
 from .transform import (
@@ -37,7 +37,7 @@ from .transform import (
     propagate_bounds,
     units_through,
 )
-from .view import View
+from .view import View, check_constants
 from .zarr2 import V2Constraints, labels_of, new_zarray
 from .zarr2 import check_existing as check_zarr2
 from .zarr3 import MetadataConstraints, check_existing, new_metadata
@@ -253,18 +253,48 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
     schema = _schema(json, options, transform)
     state = _state(json, options, mode)
     store, path = _location(json, _read_only(options), state.context)
-    array = _open_or_create(store, path, mode, driver, constraints, schema,
-                            _read_only(options), _write_empty(json, options))
-    _attach(array, state)
+    key = location_key(store, path, driver.zarr_format)
+    found = None if state.cache_pool is None else state.cache_pool.metadata.find(key)
+    seen = None if found is None else found.metadata  # before the store is read
+    array, created = _open_or_create(store, path, mode, driver, constraints, schema,
+                                     _read_only(options), _write_empty(json, options),
+                                     seen if _uses_cached(mode, state) else None)
+    _attach(array, state, created, seen, mode.assume_cached_metadata)
     labels = labels_of(schema) if driver.zarr_format == 2 else None
     if transform is None and labels is not None:  # a .zarray has no names: label the result
         transform = IndexTransform.identity(array.domain.with_labels(labels))
     return _with_transform(array, transform)
 
 
-def _attach(array: Array, state: OpenState) -> None:
+def _uses_cached(mode: _Mode, state: OpenState) -> bool:
+    """Whether an open takes the metadata other handles in its context share instead of
+    reading it: as TensorStore, with recheck_cached_metadata=false (assume_cached_metadata
+    assumes the spec's metadata, then follows the entry's changes: `_attach`)."""
+    return (mode.open and not mode.delete_existing and not mode.assume_metadata
+            and not mode.assume_cached_metadata and state.recheck_cached_metadata is False)
+
+
+def _attach(array: Array, state: OpenState, created: bool = False, seen: Any = None,
+            assumed: bool = False) -> None:
+    """Give the array its spec's settings and join its cache pool's shared metadata entry:
+    metadata it created replaces the entry's, metadata it read does unless the entry changed
+    since `seen` (then the array adopts the entry's at its first read). As in TensorStore,
+    assume_metadata arrays share nothing, and assume_cached_metadata ones (`assumed`) keep
+    their assumed metadata until the entry changes (it is the entry only if there was none)."""
     array._open_state = state
-    array._rechecks_metadata = state.metadata_stale() and not state.assume_metadata
+    if not state.assume_metadata and state.cache_pool is not None:
+        md = array._metadata
+        entry = state.cache_pool.metadata.entry(
+            location_key(array.store, array.path, array.zarr_format), md)
+        state.shared = entry
+        if assumed:
+            state.shared_seen = entry.metadata
+        else:
+            state.shared_seen = entry.publish(md) if created else entry.offer(md, seen)
+        if state.shared_seen is not md and state.shared_seen == md:
+            array._metadata = state.shared_seen  # one object: nothing to adopt at the read
+    array._rechecks_metadata = not state.assume_metadata and (
+        state.shared is not None or state.metadata_stale())
     array._set_metadata(array._metadata)  # rebuild the engine with the cache pool
 
 
@@ -290,13 +320,19 @@ _ZARR3 = _Driver(3, V3_KEY, new_metadata, check_existing, ArrayMetadataV3.from_j
 
 
 def _open_or_create(store: Any, path: str, mode: _Mode, driver: _Driver, constraints: Any,
-                    schema: Schema, read_only: bool, write_empty: bool) -> Array:
+                    schema: Schema, read_only: bool, write_empty: bool,
+                    cached: Any = None) -> tuple[Array, bool]:
+    """The array, and whether it was created. `cached`: the metadata the context shares for
+    it, opened without reading the store (checked against the spec as stored metadata is)."""
     def array(md: Any) -> Array:
         return Array(store, path, md, read_only=read_only, write_empty_chunks=write_empty)
 
     where = f"spec.metadata ({storage.join(path, driver.document)})"
+    if cached is not None:
+        driver.check(cached, constraints, schema)
+        return array(cached), False
     if mode.assume_metadata or mode.assume_cached_metadata:
-        return array(driver.parse(driver.new_doc(constraints, schema), where=where))
+        return array(driver.parse(driver.new_doc(constraints, schema), where=where)), False
     # delete_existing never reads what it deletes: a malformed document there is replaced too
     found = None if mode.delete_existing else formats.find(store, path, driver.zarr_format,
                                                             use_consolidated=False)
@@ -305,7 +341,7 @@ def _open_or_create(store: Any, path: str, mode: _Mode, driver: _Driver, constra
         if not formats.is_array(found.metadata):
             raise NodeTypeError(f"{at!r} is a group, not an array")
         driver.check(found.metadata, constraints, schema)
-        return array(found.metadata)
+        return array(found.metadata), False
     if found is not None and not mode.delete_existing:
         raise NodeExistsError(f"an array already exists at {at!r} (create=True without "
                               "open=True or delete_existing=True)")
@@ -323,7 +359,7 @@ def _open_or_create(store: Any, path: str, mode: _Mode, driver: _Driver, constra
     # Exactly TensorStore's document.
     store.set(storage.join(path, driver.document), json_dumps(doc))
     storage.record_consolidated(store, path, md)
-    return array(md)
+    return array(md), True
 
 
 def _with_transform(array: Array, transform: IndexTransform | None) -> Array | View:
@@ -338,6 +374,7 @@ def _with_transform(array: Array, transform: IndexTransform | None) -> Array | V
     transform = propagate_bounds(transform, array.domain)
     if transform.is_identity() and transform.domain == array.domain:
         return array
+    check_constants(transform)
     return View(array, transform)
 
 

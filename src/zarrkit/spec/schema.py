@@ -401,7 +401,8 @@ def fill_json(value: np.ndarray, dtype: str | None) -> Any:
     """TensorStore's JSON of a fill value: floats as numbers (NaN and infinities too), complex
     as [real, imag]; not Zarr's "NaN" strings and hex bits."""
     if dtype is None or dtype in _V2_ONLY or value.dtype.hasobject:
-        return np.asarray(plain_fill(value)).tolist()
+        plain = np.asarray(plain_fill(value)).tolist()
+        return plain.decode() if isinstance(plain, bytes) else plain  # "string" bytes: text
     data_type = DataType.parse(dtype)
     scalar = data_type.cast_fill_value(value[()])
     if data_type.kind == "float":

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SelectionError, SpecError
+from ..errors import SelectionError, SelectionTypeError, SpecError
 
 INF = 2**62 - 1  # TensorStore's infinite index: inclusive bounds -INF and +INF are infinite
 INF_MAX = INF + 1  # the exclusive_max of an infinite upper bound
@@ -146,21 +146,32 @@ def _check_intervals(lo: Sequence[int], hi: Sequence[int], upper: str | None) ->
 # -- Dim ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+_DIM_FLAGS = frozenset({"label", "implicit_lower", "implicit_upper"})
+
+
+@dataclass(frozen=True, init=False)
 class Dim:
-    """One dimension of an index domain (`domain[0]`, `domain["x"]`): TensorStore's `Dim`."""
+    """One dimension of an index domain (`domain[0]`, `domain["x"]`): TensorStore's `Dim`,
+    built as `ts.Dim` is: `Dim()`/`Dim("x")` unbounded, `Dim(10)`/`Dim(size=10, inclusive_min=5)`
+    sized, `Dim(5, 10)` half-open, `Dim(inclusive_min=5, inclusive_max=9)` closed; an omitted
+    bound is infinite and implicit. `Dim(lo, hi, label, implicit_lower, implicit_upper)`, all
+    positional, is zarrkit's own form (an omitted flag: implicit if that bound is infinite)."""
 
-    inclusive_min: int = -INF
-    exclusive_max: int = INF_MAX
-    label: str = ""
-    implicit_lower: bool | None = None  # None: implicit if infinite, as TensorStore's default
-    implicit_upper: bool | None = None
+    inclusive_min: int
+    exclusive_max: int
+    label: str
+    implicit_lower: bool
+    implicit_upper: bool
 
-    def __post_init__(self) -> None:
-        if self.implicit_lower is None:
-            object.__setattr__(self, "implicit_lower", self.inclusive_min == -INF)
-        if self.implicit_upper is None:
-            object.__setattr__(self, "implicit_upper", self.exclusive_max == INF_MAX)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        lo, hi, label, flags = _dim_args(args, kwargs)
+        lower, upper = (_make_flag(kwargs[k], k) if kwargs.get(k) is not None else v
+                        for k, v in zip(("implicit_lower", "implicit_upper"), flags, strict=True))
+        if hi < lo or not -INF <= lo < INF or not -INF + 1 < hi <= INF_MAX:
+            raise SpecError(f"Dim: [{_text(lo)}, {_text(hi)}) is not a valid interval")
+        for name, value in (("inclusive_min", lo), ("exclusive_max", hi), ("label", label),
+                            ("implicit_lower", lower), ("implicit_upper", upper)):
+            object.__setattr__(self, name, value)
 
     @property
     def inclusive_max(self) -> int:
@@ -190,8 +201,46 @@ class Dim:
     def __iter__(self) -> Any:
         return iter(range(self.inclusive_min, self.inclusive_min + len(self)))
 
-    def __contains__(self, index: object) -> bool:
-        return _is_int(index) and self.inclusive_min <= int(index) < self.exclusive_max
+    def __contains__(self, other: object) -> bool:
+        """An index in the interval, or a Dim within it (an empty one is within any)."""
+        if isinstance(other, Dim):
+            return other.empty or (self.inclusive_min <= other.inclusive_min
+                                   and other.exclusive_max <= self.exclusive_max)
+        if not isinstance(other, int | np.integer | np.bool_):
+            raise SelectionTypeError(f"Dim contains integers and Dims, not {other!r}")
+        return self.inclusive_min <= int(other) < self.exclusive_max
+
+    def hull(self, other: Dim) -> Dim:
+        """The smallest interval holding both (an empty one adds nothing); each bound keeps
+        the implicit flag of the Dim it came from, and the labels must agree."""
+        label = self._common_label(other, "hull")
+        if self.empty or other.empty:
+            kept = other if self.empty and not other.empty else self
+            return Dim(kept.inclusive_min, kept.exclusive_max, label, kept.implicit_lower,
+                       kept.implicit_upper)
+        lo, lower = _bound(self.inclusive_min, self.implicit_lower, other.inclusive_min,
+                           other.implicit_lower, min)
+        hi, upper = _bound(self.exclusive_max, self.implicit_upper, other.exclusive_max,
+                           other.implicit_upper, max)
+        return Dim(lo, hi, label, lower, upper)
+
+    def intersect(self, other: Dim) -> Dim:
+        """The overlap (empty at the larger lower bound when there is none); each bound keeps
+        the implicit flag of the Dim it came from, and the labels must agree."""
+        label = self._common_label(other, "intersect")
+        lo, lower = _bound(self.inclusive_min, self.implicit_lower, other.inclusive_min,
+                           other.implicit_lower, max)
+        hi, upper = _bound(self.exclusive_max, self.implicit_upper, other.exclusive_max,
+                           other.implicit_upper, min)
+        return Dim(lo, max(lo, hi), label, lower, upper)
+
+    def _common_label(self, other: Any, what: str) -> str:
+        if not isinstance(other, Dim):
+            raise SpecError(f"Dim.{what}: expected a Dim, got {other!r}")
+        if self.label and other.label and self.label != other.label:
+            raise SpecError(f"Dim.{what}: dimension labels {self.label!r} and {other.label!r} "
+                            "do not match")
+        return self.label or other.label
 
     def __str__(self) -> str:
         text = ("(" if self.inclusive_min == -INF else "[") + _text(self.inclusive_min) + \
@@ -201,13 +250,107 @@ class Dim:
 
     def __repr__(self) -> str:
         parts = [f"inclusive_min={self.inclusive_min}"] if self.inclusive_min != -INF else []
-        parts += [f"exclusive_max={self.exclusive_max}"] if self.exclusive_max != INF_MAX else []
-        if self.implicit_lower != (self.inclusive_min == -INF):
+        if self.implicit_lower != (self.inclusive_min == -INF):  # each flag after its bound
             parts.append(f"implicit_lower={self.implicit_lower}")
+        parts += [f"exclusive_max={self.exclusive_max}"] if self.exclusive_max != INF_MAX else []
         if self.implicit_upper != (self.exclusive_max == INF_MAX):
             parts.append(f"implicit_upper={self.implicit_upper}")
         parts += [f'label="{self.label}"'] if self.label else []
         return f"Dim({', '.join(parts)})"
+
+
+def _bound(a: int, a_implicit: bool, b: int, b_implicit: bool,
+           pick: Any) -> tuple[int, bool]:
+    """The bound `pick` (min or max) chooses and its implicit flag (both must be, on a tie)."""
+    chosen = pick(a, b)
+    if a == b:
+        return chosen, a_implicit and b_implicit
+    return chosen, a_implicit if chosen == a else b_implicit
+
+
+def _dim_args(args: tuple[Any, ...], kwargs: dict[str, Any]
+              ) -> tuple[int, int, str, tuple[bool, bool]]:
+    """`ts.Dim`'s four signatures (and zarrkit's positional one) resolved as TensorStore
+    does: (inclusive_min, exclusive_max, label, default implicit flags)."""
+    keys, n = set(kwargs), len(args)
+    if n > 2:  # zarrkit's Dim(lo, hi, label, implicit_lower, implicit_upper)
+        return _positional_dim(args, kwargs)
+    if n <= 1 and keys <= _DIM_FLAGS and all(map(_labelish, args)):  # unbounded
+        if args and "label" in keys:
+            raise SpecError("Dim: the label is given twice")
+        label = _make_label(args[0] if args else kwargs.get("label"), "label")
+        return -INF, INF_MAX, label, (True, True)
+    if keys <= _DIM_FLAGS | {"size", "inclusive_min"} and (
+            (n == 0 and "size" in keys) or (n >= 1 and "size" not in keys and (
+                n == 1 or _labelish(args[1])))):
+        return _sized_dim(args, kwargs)
+    bounds = ("inclusive_min", "exclusive_max")
+    if keys <= _DIM_FLAGS | set(bounds[n:]):
+        given = {**dict(zip(bounds, args, strict=False)), **kwargs}
+        return _bounded_dim(given.get("inclusive_min"), given.get("exclusive_max"), 0, kwargs)
+    if n == 0 and "inclusive_max" in keys and keys <= _DIM_FLAGS | {"inclusive_min",
+                                                                    "inclusive_max"}:
+        return _bounded_dim(kwargs.get("inclusive_min"), kwargs["inclusive_max"], 1, kwargs)
+    raise SpecError(f"Dim: cannot build an interval from {_call_text(args, kwargs)}: give a "
+                    "label, a size (and inclusive_min), inclusive_min and exclusive_max, or "
+                    "inclusive_min and inclusive_max")
+
+
+def _labelish(value: Any) -> bool:
+    return value is None or isinstance(value, str | bytes)
+
+
+def _sized_dim(args: tuple[Any, ...], kwargs: dict[str, Any]
+               ) -> tuple[int, int, str, tuple[bool, bool]]:
+    """`Dim(size, label=None, *, inclusive_min=0)`: [inclusive_min, inclusive_min + size)."""
+    if len(args) == 2 and "label" in kwargs:
+        raise SpecError("Dim: the label is given twice")
+    size = args[0] if args else kwargs["size"]
+    label = _make_label(args[1] if len(args) == 2 else kwargs.get("label"), "label")
+    lo = _dim_index(kwargs.get("inclusive_min", 0), "inclusive_min", 0)
+    if size is None:
+        return lo, INF_MAX, label, (False, True)
+    size = _dim_index(size, "size", 0)
+    if size < 0 or not -INF <= lo < INF or lo + size > INF_MAX:
+        raise SpecError(f"Dim: inclusive_min {_text(lo)} and size {size} do not give a valid "
+                        "interval")
+    return lo, lo + size, label, (False, False)
+
+
+def _bounded_dim(lo: Any, hi: Any, closed: int, kwargs: dict[str, Any]
+                 ) -> tuple[int, int, str, tuple[bool, bool]]:
+    """[lo, hi) (`closed` 1: [lo, hi]); a bound not given (None) is infinite and implicit."""
+    upper = "inclusive_max" if closed else "exclusive_max"
+    return (_dim_index(lo, "inclusive_min", -INF), _dim_index(hi, upper, INF_MAX - closed)
+            + closed, _make_label(kwargs.get("label"), "label"), (lo is None, hi is None))
+
+
+def _positional_dim(args: tuple[Any, ...], kwargs: dict[str, Any]
+                    ) -> tuple[int, int, str, tuple[bool, bool]]:
+    names = ("inclusive_min", "exclusive_max", "label", "implicit_lower", "implicit_upper")
+    if len(args) > len(names) or set(kwargs) & set(names[:len(args)]) or not set(
+            kwargs) <= set(names):
+        raise SpecError(f"Dim: cannot build an interval from {_call_text(args, kwargs)}")
+    given = {**dict(zip(names, args, strict=False)), **kwargs}
+    lo = _dim_index(given["inclusive_min"], "inclusive_min", -INF)
+    hi = _dim_index(given["exclusive_max"], "exclusive_max", INF_MAX)
+    flags = tuple(bool(_make_flag(given[k], k)) if given.get(k) is not None else infinite
+                  for k, infinite in (("implicit_lower", lo == -INF),
+                                      ("implicit_upper", hi == INF_MAX)))
+    return lo, hi, _make_label(given.get("label"), "label"), flags  # type: ignore[return-value]
+
+
+def _dim_index(value: Any, name: str, default: int) -> int:
+    if value is None:
+        return default
+    if not isinstance(value, int | np.integer | np.bool_):  # bools count, as in TensorStore
+        raise SpecError(f"Dim: {name} must be an integer or None, got {value!r}")
+    return int(value)
+
+
+def _call_text(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    return "(" + ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+                           ) + ")"
 
 
 # -- IndexDomain -----------------------------------------------------------------------------
@@ -358,7 +501,9 @@ class IndexDomain:
 
         if (isinstance(selection, DimExpression) and selection._ops) \
                 or isinstance(selection, IndexDomain | IndexTransform):
-            return IndexTransform.identity(self)[selection].domain
+            # Through a transform with no output (TensorStore's domain-only transform): no
+            # output map checks the index arrays' values.
+            return IndexTransform(self, ())[selection].domain
         if isinstance(selection, str) or (_is_int(selection) and not isinstance(selection, bool)):
             (j,) = d[selection].dimensions(self)
             return Dim(self.inclusive_min[j], self.exclusive_max[j], self.labels[j],
@@ -437,13 +582,16 @@ class OutputIndexMap:
 
     An index array has one axis per input dimension (size 1 where it does not vary), position
     k along an axis meaning input coordinate `inclusive_min + k`; its values are final
-    (offset and stride already applied).
+    (offset and stride already applied). `valid`: the inclusive range (+-INF: unbounded)
+    its values must lie in, from the explicit bounds of the dimensions it indexed (TensorStore's
+    index_array_bounds), checked when data moves or the array becomes a single value.
     """
 
     offset: int = 0
     stride: int = 1
     input_dimension: int | None = None
     index_array: np.ndarray | None = None
+    valid: tuple[int, int] | None = None
 
     @property
     def method(self) -> str:
@@ -497,11 +645,44 @@ def _constant(value: int) -> OutputIndexMap:
     return OutputIndexMap(int(value))
 
 
-def _array_map(array: np.ndarray) -> OutputIndexMap:
-    """An index array map; a single value becomes a constant, as TensorStore normalizes."""
+def _array_map(array: np.ndarray, valid: tuple[int, int] | None = None) -> OutputIndexMap:
+    """An index array map; a single value becomes a constant, as TensorStore normalizes
+    (checked then against the range the array's values must lie in)."""
     if array.size == 1:
-        return _constant(int(array.reshape(-1)[0]))
-    return OutputIndexMap(index_array=np.asarray(array, dtype=np.int64))
+        value = int(array.reshape(-1)[0])
+        check_valid(np.asarray(value), valid)
+        return _constant(value)
+    return OutputIndexMap(index_array=np.asarray(array, dtype=np.int64), valid=valid)
+
+
+def check_valid(values: np.ndarray, valid: tuple[int, int] | None) -> None:
+    """Index array values outside the range `valid` (inclusive) are a SelectionError."""
+    if valid is None or not values.size:
+        return
+    bad = values[(values < valid[0]) | (values > valid[1])]
+    if bad.size:
+        raise SelectionError(f"index array value {int(bad.flat[0])} is outside the valid "
+                             f"range [{_text(valid[0])}, {_text(valid[1] + 1)}) of the "
+                             "dimension it indexes")
+
+
+def _bounded(m: OutputIndexMap, domain: IndexDomain, j: int) -> OutputIndexMap:
+    """An index array reading input dimension j of `domain`: its values must be finite
+    and lie within j's explicit bounds (implicit ones may still move)."""
+    lo = -INF if domain.implicit_lower_bounds[j] else domain.inclusive_min[j]
+    last = INF if domain.implicit_upper_bounds[j] else domain.exclusive_max[j] - 1
+    lo, last = max(lo, -INF + 1), min(last, INF - 1)
+    if m.valid is not None:
+        lo, last = max(lo, m.valid[0]), min(last, m.valid[1])
+    return replace(m, valid=(lo, last))
+
+
+def _scaled_valid(valid: tuple[int, int] | None, offset: int,
+                  stride: int) -> tuple[int, int] | None:
+    if valid is None:
+        return None
+    ends = [(-v if stride < 0 else v) if abs(v) >= INF else offset + stride * v for v in valid]
+    return min(ends), max(ends)
 
 
 # -- IndexTransform ---------------------------------------------------------------------------
@@ -658,12 +839,16 @@ class IndexTransform:
                 output.append(m)
                 continue
             if m.method == "single_input_dimension":
-                output.append(_scale(inner.output[m.input_dimension], m.offset, m.stride))
+                source = inner.output[m.input_dimension]
+                if source.method == "array" and not certainly_empty(inner.domain):
+                    source = _bounded(source, self.domain, m.input_dimension)
+                output.append(_scale(source, m.offset, m.stride))
                 continue
             if inner.domain.size == 0:  # no index is used: TensorStore makes it constant 0
                 output.append(_constant(0))
                 continue
-            output.append(_array_map(_gather(m.index_array, self.domain, inner, coords)))
+            output.append(_array_map(_gather(m.index_array, self.domain, inner, coords),
+                                     m.valid))
         return IndexTransform(inner.domain, tuple(output))
 
     def output_coordinates(self) -> list[np.ndarray]:
@@ -780,7 +965,7 @@ def _scale(m: OutputIndexMap, offset: int, stride: int) -> OutputIndexMap:
         return _constant(offset + stride * m.offset)
     if m.method == "single_input_dimension":
         return OutputIndexMap(offset + stride * m.offset, stride * m.stride, m.input_dimension)
-    return _array_map(offset + stride * m.index_array)
+    return _array_map(offset + stride * m.index_array, _scaled_valid(m.valid, offset, stride))
 
 
 def _coordinates(m: OutputIndexMap, domain: IndexDomain) -> np.ndarray:
@@ -857,6 +1042,27 @@ def _normalize_terms(selection: Any, rank: int, mode: str) -> list[tuple[str, An
     return terms[:at] + fill + terms[at + 1:]  # type: ignore[return-value]
 
 
+def _kind(item: Any) -> str:
+    if item is None or item is Ellipsis or isinstance(item, slice):
+        return "other"
+    if _is_int(item):
+        return "int"
+    return "array"
+
+
+def arrays_adjacent(selection: Any) -> bool:
+    """TensorStore's test for keeping the index arrays' dimensions in place: the terms from
+    the first index array to the last index array or integer are all arrays or integers.
+    Unlike numpy, integers before the first array do not count, and an Ellipsis parts the
+    arrays even when it stands for no dimension."""
+    kinds = [_kind(x) for x in (selection if isinstance(selection, tuple) else (selection,))]
+    if "array" not in kinds:
+        return False
+    first = kinds.index("array")
+    last = max(i for i, k in enumerate(kinds) if k != "other")
+    return "other" not in kinds[first:last + 1]
+
+
 def _array_terms(value: Any, group: int) -> list[tuple[Any, ...]]:
     array = np.asarray(value)
     if array.dtype == bool:
@@ -870,8 +1076,8 @@ def _array_terms(value: Any, group: int) -> list[tuple[Any, ...]]:
     if not np.issubdtype(array.dtype, np.integer):
         raise SelectionError(f"unsupported index {value!r}: expected integers, slices, "
                              "None, ..., or integer/boolean arrays")
-    if array.ndim == 0:
-        return [("int", int(array))]
+    # A zero-rank array stays an index array (TensorStore's): it adds no dimension, takes
+    # part in placing the others, and is checked where the dimension it indexes is read.
     if array.dtype == np.uint64 and array.size and int(array.max()) >= INF:
         # astype(int64) would wrap these to negative indices
         raise SelectionError(f"index {int(array.max())} is outside the valid range of finite "
@@ -1267,8 +1473,8 @@ class _Builder:
         self.maps: list[Any] = []  # per old dim: ("const", v) | ("single", off, stride, k)
         #                                         | ("array", arr, first_new_dim)
         # Integer indices are checked once the domain is known, and not if it is certainly
-        # empty (no index is then used); index arrays are checked only when data moves. So
-        # TensorStore does it.
+        # empty (no index is then used); index arrays when composed into a single value or
+        # when data moves (`OutputIndexMap.valid`). So TensorStore does it.
         self.checks: list[tuple[Any, IndexDomain, int]] = []
 
     def new_dim(self, lo: int, hi: int, ilo: bool, ihi: bool, label: str) -> int:
@@ -1291,7 +1497,9 @@ class _Builder:
                 array, first = m[1], m[2]
                 shape = [1] * rank
                 shape[first:first + array.ndim] = array.shape
-                output.append(_array_map(array.reshape(shape)))
+                # Not made a constant here: composing checks a single value where the
+                # dimension it indexes is read, as TensorStore does.
+                output.append(OutputIndexMap(index_array=array.reshape(shape).astype(np.int64)))
         return IndexTransform(domain, tuple(output))
 
 
@@ -1301,9 +1509,7 @@ def _selection_transform(domain: IndexDomain, selection: Any, mode: str) -> Inde
     if mode == "outer":
         return _outer(domain, terms)
     broadcast = _broadcast([t[1] for t in arrays])
-    positions = [i for i, t in enumerate(terms) if t[0] in ("array", "bool0")]
-    adjacent = bool(positions) and positions[-1] - positions[0] + 1 == len(positions)
-    front = mode == "vectorized" or not adjacent
+    front = mode == "vectorized" or not arrays_adjacent(selection)
     return _numpy_like(domain, terms, broadcast, front)
 
 
@@ -1341,8 +1547,7 @@ def _numpy_like(domain: IndexDomain, terms: list[tuple[Any, ...]], broadcast: li
         if kind == "array":
             if first is None:
                 first = place_arrays()
-            b.maps.append(("array", broadcast[k], first))
-            _check_single(b, broadcast[k], domain, old)
+            b.maps.append(("array", as_broadcast(term[1], len(shape)), first))
             k += 1
         else:
             _basic_term(b, term, domain, old)
@@ -1350,10 +1555,11 @@ def _numpy_like(domain: IndexDomain, terms: list[tuple[Any, ...]], broadcast: li
     return b.transform()
 
 
-def _check_single(b: _Builder, array: np.ndarray, domain: IndexDomain, old: int) -> None:
-    """A one-element index array becomes a constant, checked as an integer index is."""
-    if array.size == 1:
-        b.checks.append((int(array.reshape(-1)[0]), domain, old))
+def as_broadcast(array: np.ndarray, ndim: int) -> np.ndarray:
+    """An index array with the broadcast rank, its sizes kept (1 where it does not vary): a
+    one-element array stays one, so composing checks it as a single index, as TensorStore
+    does where the dimension it indexes is read."""
+    return array.reshape((1,) * (ndim - array.ndim) + array.shape)
 
 
 def _basic_term(b: _Builder, term: tuple[Any, ...], domain: IndexDomain, old: int) -> None:
@@ -1384,7 +1590,6 @@ def _outer(domain: IndexDomain, terms: list[tuple[Any, ...]]) -> IndexTransform:
                 for n in array.shape:
                     b.new_dim(0, n, False, False, "")
             b.maps.append(("array", array, placed[group]))
-            _check_single(b, array, domain, old)
         else:
             _basic_term(b, term, domain, old)
         old += 1

@@ -33,6 +33,7 @@ from .transform import (
     IndexTransform,
     OutputIndexMap,
     certainly_empty,
+    check_valid,
     propagate_bounds,
 )
 from .units import Unit, Units
@@ -81,7 +82,6 @@ class View:
         if transform.output_rank != len(base.shape):
             raise SelectionError(f"transform has output rank {transform.output_rank}, the "
                                  f"array has rank {len(base.shape)}")
-        _check_constants(transform)
         self.base = base
         self.transform = transform
         #: A `cast.Cast` converting the elements (zarrkit.cast), or None.
@@ -441,9 +441,10 @@ def _check_direction(old: tuple[int, ...], new: tuple[int, ...], expand_only: bo
 # -- execution -------------------------------------------------------------------------------
 
 
-def _check_constants(transform: IndexTransform) -> None:
-    """Constant indices below the array's origin are refused when a view is made (its upper
-    bounds are resizable, so larger ones are only checked when data moves)."""
+def check_constants(transform: IndexTransform) -> None:
+    """Constant indices below the array's origin, refused when a spec's transform is opened
+    (views made by indexing check them only when data moves, as TensorStore does; upper
+    bounds are resizable, so larger ones wait for that too)."""
     if certainly_empty(transform.domain):
         return
     for i, m in enumerate(transform.output):
@@ -464,8 +465,14 @@ def _range(m: OutputIndexMap, domain: IndexDomain) -> tuple[int, int]:
 
 
 def _check_bounds(transform: IndexTransform, shape: tuple[int, ...]) -> None:
+    d = transform.domain
     for i, (m, size) in enumerate(zip(transform.output, shape, strict=True)):
-        low, high = _range(m, transform.domain)
+        if (m.method == "array" and 0 in d.shape
+                or m.method == "single_input_dimension" and d.shape[m.input_dimension] == 0):
+            continue  # reaches no element
+        if m.method == "array":
+            check_valid(m.index_array, m.valid)
+        low, high = _range(m, d)
         if low < 0 or high >= size:
             bad = low if low < 0 else high
             raise SelectionError(f"index {bad} is out of bounds for dimension {i} of the array "
@@ -499,6 +506,7 @@ def _prepare(base: Any, transform: IndexTransform) -> tuple[IndexTransform, bool
     refresh = getattr(base, "_before_view_io", None)
     if refresh is not None:
         refresh()
+    unresolved = transform.domain
     transform = _resolve_bounds(transform, tuple(base.shape))
     d = transform.domain
     # An unbounded dimension no map reads (a new axis of an unbounded spec transform) stays
@@ -506,6 +514,9 @@ def _prepare(base: Any, transform: IndexTransform) -> tuple[IndexTransform, bool
     if -INF in d.inclusive_min or INF_MAX in d.exclusive_max:
         raise SelectionError(f"reading or writing a view needs a finite domain, got {d!r}")
     if 0 in d.shape:
+        # Empty only once implicit bounds are resolved: TensorStore checks the maps still.
+        if not certainly_empty(unresolved):
+            _check_bounds(transform, tuple(base.shape))
         return transform, False
     _check_bounds(transform, tuple(base.shape))
     return transform, True
