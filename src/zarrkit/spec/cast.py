@@ -25,7 +25,7 @@ from ..metadata.data_type import DataType
 from .schema import Schema, dtype_name, json_dtype, with_json_fill
 from .spec import Spec
 from .transform import IndexTransform
-from .view import View
+from .view import View, safely_cast
 
 #: Members TensorStore's cast driver accepts (`schema` and `rank` constrain the base).
 CAST_MEMBERS = frozenset({"driver", "dtype", "base", "transform", "context", "schema", "rank"})
@@ -190,11 +190,7 @@ class Cast:
 
 def _as_view_values(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
     if isinstance(value, np.ndarray):
-        if not np.can_cast(value.dtype, dtype, "safe"):
-            raise DataTypeError(f"cannot write an array of data type {value.dtype} to {what} "
-                                f"of data type {dtype}: its values may not be representable "
-                                "(cast them first, e.g. with .astype)")
-        return value.astype(dtype)
+        return safely_cast(value, dtype, what)
     try:
         return np.array(value, dtype=dtype)
     except OverflowError as e:

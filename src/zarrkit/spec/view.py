@@ -256,15 +256,20 @@ def _as_written(value: Any, base: Any) -> np.ndarray:
     out-of-range Python integer is refused, never wrapped)."""
     dtype = base.dtype
     if isinstance(value, np.ndarray):
-        if not np.can_cast(value.dtype, dtype, "safe"):
-            raise DataTypeError(f"cannot write an array of data type {value.dtype} to "
-                                f"array {base.name} of data type {dtype}: its values may "
-                                "not be representable (cast them first, e.g. with .astype)")
-        return value.astype(dtype)
+        return safely_cast(value, dtype, f"array {base.name}")
     convert = getattr(base, "_as_values", None)
     values = np.asarray(value, dtype=dtype) if convert is None else convert(value)
     # A conversion may still view the caller's buffer (a memoryview, an __array__ object).
     return values if values.base is None else np.array(values)
+
+
+def safely_cast(value: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
+    """A copy of `value` in `dtype`, refused (DataTypeError) unless numpy casts it safely."""
+    if not np.can_cast(value.dtype, dtype, "safe"):
+        raise DataTypeError(f"cannot write an array of data type {value.dtype} to {what} of "
+                            f"data type {dtype}: its values may not be representable (cast "
+                            "them first, e.g. with .astype)")
+    return value.astype(dtype)
 
 
 def as_numpy(read: Callable[[], np.ndarray], dtype: Any, copy: Any, what: str) -> np.ndarray:
