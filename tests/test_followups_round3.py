@@ -114,7 +114,7 @@ def test_selections_still_read_and_write_whole_shards(tmp_path):
 def test_info_and_summary_show_inner_chunks_and_shards(tmp_path):
     a = _transposed(str(tmp_path / "a"))
     a[0, :] = 1
-    text = str(a.info)
+    text = str(a.info_complete())
     assert "Shard shape      : (8, 8)" in text and "Chunk shape      : (2, 4)" in text
     assert "Chunks stored    : 3/15" in text and "Shards stored    : 2/4" in text
 

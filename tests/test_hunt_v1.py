@@ -340,7 +340,7 @@ def test_format_detection_and_info(tmp_path):
         zarrkit.open(path, mode="r", zarr_format=2)
     with pytest.raises(zarrkit.NodeTypeError, match="not a group"):
         zarrkit.open_group(path, mode="r")
-    info = str(zarrkit.open(path, mode="r").info)
+    info = str(zarrkit.open(path, mode="r").info_complete())
     assert "Zarr format      : 1" in info and "Chunks stored    : 1/2" in info
 
 

@@ -251,13 +251,13 @@ def test_group_info(tmp_path):
     root.create_group("g")
     root.create_dataset("a", shape=(1,))
     root.create_dataset("b", shape=(1,))
-    text = str(root.info)
+    text = str(root.info_complete())
     rows = dict(line.split(" : ", 1) for line in text.splitlines())
     rows = {k.strip(): v for k, v in rows.items()}
     assert rows["Type"] == "Group" and rows["Zarr format"] == "3"
     assert rows["No. members"] == "3" and rows["No. arrays"] == "2"
     assert rows["No. groups"] == "1" and rows["Arrays"] == "a, b" and rows["Groups"] == "g"
     assert rows["Store"].startswith("file") and rows["Read-only"] == "False"
-    assert str(root.info_complete()) == text
+    assert "members" not in str(root.info)  # as zarr-python's, no listing
     a = root["a"]
     assert "Chunks stored" in str(a.info_complete())

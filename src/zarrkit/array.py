@@ -578,11 +578,13 @@ class Array(Node, SpecNode, SelectionMethods):
 
     @property
     def info(self) -> ArrayInfo:
+        """A summary from the metadata alone, as zarr-python's: no store reads."""
         return ArrayInfo(self)
 
     def info_complete(self) -> ArrayInfo:
-        """zarr-python's name for `info`, which counts the stored chunks already."""
-        return self.info
+        """`info` with the bytes, inner chunks and shards stored (lists the store and reads
+        one index per stored shard)."""
+        return ArrayInfo(self, complete=True)
 
     def with_config(self, config: dict[str, Any] | None = None, **options: Any) -> Array:
         """This array under other handle settings, zarr-python's array config (a dict or

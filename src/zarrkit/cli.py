@@ -56,7 +56,7 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"wrote {mb:.0f} MB in {t1 - t0:.2f} s ({mb / (t1 - t0):.0f} MB/s); "
           f"read back region [1000:1300, 2000:2300] in {(t2 - t1) * 1e3:.1f} ms: values match")
     print()
-    print(a.info)
+    print(a.info_complete())
     return 0
 
 
@@ -78,7 +78,7 @@ def _info(args: argparse.Namespace) -> int:
         print(json.dumps(_spelled({"info": summary(node), "metadata": node.metadata}),
                          indent=2, allow_nan=False))
     elif isinstance(node, Array):
-        print(node.info)
+        print(node.info_complete())  # an explicit request: worth the store reads
     else:
         s = summary(node)
         rows = [("Type", "Group"), ("Zarr format", str(s["zarr_format"])), ("Name", s["name"]),

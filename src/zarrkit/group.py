@@ -442,11 +442,12 @@ class Group(Node, Mapping[str, Any]):
     # -- display ---------------------------------------------------------------------------------
     @property
     def info(self) -> GroupInfo:
+        """A summary without store reads, as zarr-python's."""
         return GroupInfo(self)
 
     def info_complete(self) -> GroupInfo:
-        """zarr-python's name for `info`, which counts the members already."""
-        return self.info
+        """`info` with the members counted and named (lists the store)."""
+        return GroupInfo(self, complete=True)
 
     def tree(self, level: int | None = None) -> str:
         """The hierarchy below this group as indented text, down to `level` levels below its

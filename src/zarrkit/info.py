@@ -32,27 +32,24 @@ def _store(node: Any) -> str:
 
 
 class ArrayInfo(Info):
-    """A readable summary of an array (`print(array.info)`)."""
+    """A readable summary of an array (`print(array.info)`). As zarr-python's, the plain
+    summary reads nothing from the store (listing, or one index per shard, is slow on remote
+    stores); `complete=True` (`array.info_complete()`) adds the stored bytes and counts."""
 
-    def __init__(self, array: Any) -> None:
+    def __init__(self, array: Any, complete: bool = False) -> None:
         self.array = array
+        self.complete = complete
 
     def rows(self) -> list[tuple[str, str]]:
         a = self.array
         md = a._metadata
-        sharded = a.shards is not None
-        try:
-            stored, nstored = a.nbytes_stored(), str(a.nchunks_initialized())
-            nshards = str(a.nshards_initialized()) if sharded else ""
-        except NotSupportedError:  # e.g. plain HTTP cannot list, so nothing can be totalled
-            stored, nstored, nshards = None, "?", "?"
         rows = [
             ("Type", "Array"), ("Zarr format", str(a.zarr_format)), ("Name", a.name),
             ("Data type", md.data_type.to_json() if hasattr(md.data_type, "to_json")
              else str(a.dtype)),
             ("Shape", str(a.shape)),
         ]
-        if sharded:  # above the chunk shape, as zarr-python shows it
+        if a.shards is not None:  # above the chunk shape, as zarr-python shows it
             rows.append(("Shard shape", str(a.shards)))
         rows += [
             ("Chunk shape", str(a.chunks)),
@@ -62,27 +59,44 @@ class ArrayInfo(Info):
             ("Store", _store(a)),
             ("Read-only", str(a.read_only)),
             ("No. bytes", f"{a.nbytes} ({human_bytes(a.nbytes)})"),
-            ("No. bytes stored", "unknown" if stored is None
-             else f"{stored} ({human_bytes(stored)})"),
-            ("Storage ratio", f"{a.nbytes / stored:.1f}" if stored else "-"),
-            ("Chunks stored", f"{nstored}/{a.nchunks}"),
         ]
-        if sharded:  # zarr-python's "Shards Initialized", here with the total
-            rows.append(("Shards stored", f"{nshards}/{a.nshards}"))
-        return rows
+        return rows + _stored_rows(a) if self.complete else rows
+
+
+def _stored_rows(a: Any) -> list[tuple[str, str]]:
+    """The stored bytes, inner chunks and shards: these list the store and read each stored
+    shard's index."""
+    sharded = a.shards is not None
+    try:
+        stored, nstored = a.nbytes_stored(), str(a.nchunks_initialized())
+        nshards = str(a.nshards_initialized()) if sharded else ""
+    except NotSupportedError:  # e.g. plain HTTP cannot list, so nothing can be totalled
+        stored, nstored, nshards = None, "?", "?"
+    rows = [
+        ("No. bytes stored", "unknown" if stored is None
+         else f"{stored} ({human_bytes(stored)})"),
+        ("Storage ratio", f"{a.nbytes / stored:.1f}" if stored else "-"),
+        ("Chunks stored", f"{nstored}/{a.nchunks}"),
+    ]
+    if sharded:  # zarr-python's "Shards Initialized", here with the total
+        rows.append(("Shards stored", f"{nshards}/{a.nshards}"))
+    return rows
 
 
 class GroupInfo(Info):
-    """A readable summary of a group: where it is and its members (counted when the store
-    can list them)."""
+    """A readable summary of a group: where it is and, when `complete` (the members are
+    listed, slow on remote stores), its members (counted when the store can list them)."""
 
-    def __init__(self, group: Any) -> None:
+    def __init__(self, group: Any, complete: bool = False) -> None:
         self.group = group
+        self.complete = complete
 
     def rows(self) -> list[tuple[str, str]]:
         g = self.group
         rows = [("Type", "Group"), ("Zarr format", str(g.zarr_format)), ("Name", g.name),
                 ("Store", _store(g)), ("Read-only", str(g.read_only))]
+        if not self.complete:
+            return rows
         try:
             members = g.members()
         except NotSupportedError:  # e.g. plain HTTP cannot list

@@ -202,7 +202,7 @@ class _Indexing:
             raise SelectionError("oindex: a zero-rank boolean index cannot be used on a "
                                  "dimension selection")
         inner, selection = _index_transform(transform.domain, dims, normalized, self.mode,
-                                            arrays_adjacent(terms))
+                                            arrays_adjacent(terms, trailing_integers=False))
         return transform.compose(inner), selection
 
 

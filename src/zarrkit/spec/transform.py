@@ -353,6 +353,45 @@ def _call_text(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
                            ) + ")"
 
 
+# -- TensorStore's subscript-style operations -------------------------------------------------
+
+
+class _Operation:
+    """`node.name[args]`, TensorStore's form, is `node[d[:].name[args]]`. Wrapping a method
+    keeps `node.name(args)` working, and `Class.name` is then the plain function."""
+
+    def __init__(self, method: Any = None) -> None:
+        self._method = method
+        self.__doc__ = getattr(method, "__doc__", None)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, node: Any, owner: type | None = None) -> Any:
+        if node is None:
+            return self if self._method is None else self._method
+        return _BoundOperation(node, self._name, self._method)
+
+
+class _BoundOperation:
+    def __init__(self, node: Any, name: str, method: Any) -> None:
+        self._node, self._name, self._method = node, name, method
+
+    def __getitem__(self, args: Any) -> Any:
+        from .dim_expression import d  # that module imports this one
+
+        return self._node[getattr(d[:], self._name)[args]]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._method is None:
+            raise SelectionTypeError(f"{type(self._node).__name__}.{self._name} takes a "
+                                     f"subscript: .{self._name}[...], not a call")
+        return self._method(self._node, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{type(self._node).__name__}.{self._name}[...]>"
+
+
 # -- IndexDomain -----------------------------------------------------------------------------
 
 
@@ -491,6 +530,45 @@ class IndexDomain:
 
     def with_labels(self, labels: Sequence[str]) -> IndexDomain:
         return replace(self, labels=tuple(labels))
+
+    # -- TensorStore's operations (`domain.translate_to[...]`, ...)
+    translate_to = _Operation()
+    translate_by = _Operation()
+    translate_backward_by = _Operation()
+    label = _Operation()
+    mark_bounds_implicit = _Operation()
+
+    def transpose(self, axes: Any = None) -> IndexDomain:
+        """The dimensions in the order `axes` (indices or labels); reversed by default."""
+        return IndexTransform(self, ()).transpose(axes).domain
+
+    @property
+    def T(self) -> IndexDomain:  # noqa: N802 - numpy's and TensorStore's name
+        return self.transpose()
+
+    @property
+    def index_exp(self) -> tuple[slice, ...]:
+        """The bounds as numpy slices (None for an infinite bound)."""
+        return tuple(slice(None if lo == -INF else lo, None if hi == INF_MAX else hi)
+                     for lo, hi in zip(self.inclusive_min, self.exclusive_max, strict=True))
+
+    def hull(self, other: IndexDomain) -> IndexDomain:
+        """The smallest domain holding both, dimension by dimension (`Dim.hull`)."""
+        return self._each_dim(other, "hull")
+
+    def intersect(self, other: IndexDomain) -> IndexDomain:
+        """The overlap of both, dimension by dimension (`Dim.intersect`)."""
+        return self._each_dim(other, "intersect")
+
+    def _each_dim(self, other: Any, what: str) -> IndexDomain:
+        if not isinstance(other, IndexDomain):
+            raise SpecError(f"IndexDomain.{what}: expected an IndexDomain, got {other!r}")
+        if other.rank != self.rank:
+            raise SpecError(f"IndexDomain.{what}: rank {self.rank} and rank {other.rank} "
+                            "do not match")
+        dims = [getattr(a, what)(b) for a, b in zip(self, other, strict=True)]
+        return IndexDomain(*(tuple(getattr(x, name) for x in dims) for name in (
+            "inclusive_min", "exclusive_max", "implicit_lower", "implicit_upper", "label")))
 
     def __getitem__(self, selection: Any) -> Any:
         """TensorStore's `domain[...]`: one dimension (`domain[0]`, `domain["x"]`: a `Dim`),
@@ -737,6 +815,7 @@ class IndexTransform:
                                  for i, m in enumerate(maps)))
 
     # -- simple operations ------------------------------------------------------------------
+    # Each also takes TensorStore's subscript form, `t.translate_by[1, 2]`: `_Operation`.
     def translate_by(self, offsets: Any) -> IndexTransform:
         shift = _per_dim(offsets, self.input_rank, "translate_by")
         return self._shifted([0 if s is None else int(s) for s in shift])
@@ -770,6 +849,16 @@ class IndexTransform:
             return IndexTransform(self.domain.with_labels(labels), self.output)
         except SpecError as exc:
             raise SelectionError(str(exc)) from None
+
+    translate_by = _Operation(translate_by)
+    translate_to = _Operation(translate_to)
+    label = _Operation(label)
+    translate_backward_by = _Operation()
+    mark_bounds_implicit = _Operation()
+
+    @property
+    def T(self) -> IndexTransform:  # noqa: N802 - numpy's and TensorStore's name
+        return self.transpose()
 
     def transpose(self, axes: Any = None) -> IndexTransform:
         rank = self.input_rank
@@ -844,7 +933,9 @@ class IndexTransform:
                     source = _bounded(source, self.domain, m.input_dimension)
                 output.append(_scale(source, m.offset, m.stride))
                 continue
-            if inner.domain.size == 0:  # no index is used: TensorStore makes it constant 0
+            # No index is used: TensorStore makes it the constant 0, but only when a dimension
+            # is empty between explicit bounds (implicit ones may still move).
+            if certainly_empty(inner.domain):
                 output.append(_constant(0))
                 continue
             output.append(_array_map(_gather(m.index_array, self.domain, inner, coords),
@@ -1050,16 +1141,18 @@ def _kind(item: Any) -> str:
     return "array"
 
 
-def arrays_adjacent(selection: Any) -> bool:
+def arrays_adjacent(selection: Any, trailing_integers: bool = True) -> bool:
     """TensorStore's test for keeping the index arrays' dimensions in place: the terms from
     the first index array to the last index array or integer are all arrays or integers.
     Unlike numpy, integers before the first array do not count, and an Ellipsis parts the
-    arrays even when it stands for no dimension."""
+    arrays even when it stands for no dimension. In a dimension expression integers after
+    the last array do not count either (`trailing_integers=False`)."""
     kinds = [_kind(x) for x in (selection if isinstance(selection, tuple) else (selection,))]
     if "array" not in kinds:
         return False
     first = kinds.index("array")
-    last = max(i for i, k in enumerate(kinds) if k != "other")
+    ends = ("array", "int") if trailing_integers else ("array",)
+    last = max(i for i, k in enumerate(kinds) if k in ends)
     return "other" not in kinds[first:last + 1]
 
 
@@ -1134,14 +1227,16 @@ def _slice_of_empty(bounds: tuple[int, int, bool, bool], domain: IndexDomain, j:
     """TensorStore also maps an empty dimension's bounds back through the slice: the empty
     interval becomes the single new index `ceil((lo - offset) / step)`. Implicit new bounds
     move there, and a non-empty result may not extend past it on the side of an explicit old
-    bound (for a negative step the sides swap)."""
+    bound (for a negative step the sides swap), unless the domain is already certainly
+    empty (no index is used)."""
     lo, hi, ilo, ihi = bounds
     point = -((offset - domain.inclusive_min[j]) // step)
     lo, hi = point if ilo else lo, point if ihi else hi
     hi = max(lo, hi)
     fixed = (not domain.implicit_lower_bounds[j], not domain.implicit_upper_bounds[j])
     fixed_below, fixed_above = fixed if step > 0 else fixed[::-1]
-    if hi > lo and (fixed_below and lo < point or fixed_above and hi > point):
+    past = fixed_below and lo < point or fixed_above and hi > point
+    if hi > lo and past and not certainly_empty(domain):
         raise SelectionError(f"a slice with step {step} of the empty dimension {j} (domain "
                              f"[{domain.inclusive_min[j]}, {domain.exclusive_max[j]})) would "
                              f"select [{lo}, {hi}), past the dimension's fixed bound")
