@@ -564,7 +564,7 @@ class Array(Node, SpecNode, SelectionMethods):
 
     def _stored_shards(self) -> list[tuple[int, ...]]:
         """Grid positions of the stored shards inside the shard grid."""
-        grid = [-(-s // c) for s, c in zip(self.shape, self._metadata.chunk_shape, strict=True)]
+        grid = self._metadata.grid_shape  # sharded: v3
         return [c for c, _ in self._stored_chunks()
                 if all(i < n for i, n in zip(c, grid, strict=True))]
 

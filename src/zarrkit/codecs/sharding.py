@@ -307,14 +307,7 @@ class ShardingCodec(ArrayBytesCodec):
         in the shard, or -1 minus that position when the index has no entry for it (an inner
         chunk not stored). For `CodecChain.shard_entries`."""
         self._require_bound()
-        view = byte_view(data)
-        size, index_size = len(view), self.index_nbytes
-        if size < index_size:
-            raise CorruptDataError(f"{_NAME}: shard of {size} bytes is too short for its "
-                                   f"{index_size}-byte index")
-        start, stop = (0, index_size) if self.index_location == "start" else \
-            (size - index_size, size)
-        offsets = self.decode_index(view[start:stop], size)[..., 0]
+        offsets = self._index_pairs(byte_view(data))[:, 0].reshape(self.chunks_per_shard)
         flats = np.arange(offsets.size, dtype=np.int64).reshape(offsets.shape)
         positions = np.where(offsets == EMPTY, -1 - flats, flats)
         for axis, n in enumerate(self.chunk_shape):  # each entry over its inner chunk's elements
