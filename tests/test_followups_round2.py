@@ -321,6 +321,20 @@ def test_spec_creation_refuses_filter_for_type():
     np.testing.assert_array_equal(a[:], 1.5)
 
 
+
+@pytest.mark.parametrize("inner", [False, True])
+def test_spec_creation_refuses_compressor_settings(inner):
+    # As create_array does: numcodecs only refuses zlib level 99 when a chunk is encoded.
+    store = MemoryStore()
+    chain = [{"name": "bytes"}, {"name": "numcodecs.zlib", "configuration": {"level": 99}}]
+    codecs = [{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [2], "codecs": chain}}] if inner else chain
+    spec = {"driver": "zarr3", "kvstore": store, "metadata": {"codecs": codecs}}
+    with pytest.raises(CodecError, match="numcodecs.zlib"):
+        zarrkit.open(spec, create=True, dtype="int32", shape=[8])
+    assert not list(store.list_prefix(""))
+
+
 V2_REFUSED = [
     ("int32", {"id": "bitround", "keepbits": 3}),
     ("bfloat16", {"id": "bitround", "keepbits": 3}),

@@ -16,7 +16,7 @@ import numpy as np
 from . import formats, storage
 from .array import Array, configured_write_empty
 from .codecs.base import Codec
-from .codecs.numcodecs_v3 import check_settings, check_types
+from .codecs.numcodecs_v3 import check_creatable
 from .codecs.vlen import UNENCODABLE, first_unencodable
 from .errors import (
     CodecError,
@@ -291,8 +291,7 @@ def build_metadata(path: str, shape: Any, dtype: Any, zarr_format: int,
         _refuse_unknown(kwargs)  # v2's builder refuses its own
         doc = build_array_document(shape, dtype, **kwargs)
         metadata = ArrayMetadataV3.from_json(doc, where=storage.metadata_key(path))
-        check_settings(metadata.codec_chain.codecs)  # before anything is stored
-        check_types(metadata.codec_chain)
+        check_creatable(metadata.codec_chain)  # before anything is stored
         return metadata
     raise MetadataError(f"arrays can be created in Zarr v2 or v3, not {zarr_format!r}")
 

@@ -15,6 +15,7 @@ import numpy as np
 from numcodecs.abc import Codec as Numcodec
 
 from .codecs.numcodecs_v2 import OBJECT_CODECS
+from .codecs.numcodecs_v3 import check_creatable
 from .creation import _chunk_shape, codec_list, dimension_names_list, parse_shape
 from .errors import CodecError, MetadataError, SpecError
 from .metadata.json import storable_attributes
@@ -154,6 +155,5 @@ def build_v2_metadata(shape: Any, dtype: Any, *, chunks: Any = None,
         dimension_separator=_separator(dimension_separator, chunk_key_encoding),
         attributes=_attributes(attributes, dimension_names, len(shape_t), where),
         where=where)
-    metadata.codec_chain.array_bytes.check_compressor()  # before anything is stored
-    metadata.codec_chain.array_bytes.check_filters()
+    check_creatable(metadata.codec_chain)  # before anything is stored
     return metadata

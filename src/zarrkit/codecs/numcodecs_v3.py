@@ -224,6 +224,16 @@ for _id in ("pcodec", "zfpy"):
     _register(NumcodecsArrayBytes, _id)
 
 
+def check_creatable(chain: Any) -> None:
+    """CodecError now for what numcodecs would refuse only when a chunk is written: the
+    settings of its compressors and the data types its filters receive, for a v3 chain or a
+    v2 array's compressor and filters. Called before a new array's metadata is stored."""
+    check_settings(chain.codecs)
+    if isinstance(chain.array_bytes, V2ChunkCodec):
+        chain.array_bytes.check_compressor()
+    check_types(chain)
+
+
 def check_types(chain: Any) -> None:
     """CodecError now if a numcodecs filter or array->bytes codec of `chain` (a CodecChain,
     a sharding codec's inner chain included) refuses the data type it receives, or its

@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import formats, storage
 from ..array import Array
-from ..codecs.numcodecs_v3 import check_types
+from ..codecs.numcodecs_v3 import check_creatable
 from ..errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
 from ..formats import V3_KEY
 from ..kvstore import KvStore, fold_node_path, normalize_kvstore_spec, open_kvstore
@@ -350,7 +350,7 @@ def _open_or_create(store: Any, path: str, mode: _Mode, driver: _Driver, constra
                                 f"{store.driver} store, and create is false")
     doc = driver.new_doc(constraints, schema)
     md = driver.parse(doc, where=where)
-    check_types(md.codec_chain)  # filters refusing the data type: before anything is stored
+    check_creatable(md.codec_chain)  # what numcodecs refuses only later: before anything is stored
     if mode.delete_existing:
         storage.delete_node(store, path)
     # As TensorStore: only the array's own keys are written, never groups above it (an
