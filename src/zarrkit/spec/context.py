@@ -16,6 +16,7 @@ from typing import Any
 from ..engine.cache import ChunkCache
 from ..errors import SpecError
 from ..kvstore.memory import MemoryStore
+from ..kvstore.url import valid_concurrency
 from .metadata_cache import MetadataCache
 
 _CONCURRENCY = ("data_copy_concurrency", "file_io_concurrency")
@@ -54,11 +55,10 @@ class ConcurrencyLimit:
 
     def __init__(self, json: Any, where: str) -> None:
         json = _object(json, where, {"limit"})
-        limit = _integer(json.get("limit", "shared"))
-        if limit != "shared" and (isinstance(limit, bool) or not isinstance(limit, int)
-                                  or limit < 1):
+        if not valid_concurrency(json):  # the kvstore drivers' check of the same resources
             raise SpecError(f"{where}.limit: expected a positive integer or \"shared\", got "
-                            f"{limit!r}")
+                            f"{json['limit']!r}")
+        limit = _integer(json.get("limit", "shared"))
         self.limit = limit
         # What the engine holds a slot of per task; None ("shared"): the process-wide pool.
         self.semaphore = None if limit == "shared" else threading.BoundedSemaphore(limit)
