@@ -280,7 +280,7 @@ class SpecNode:
     def _reread_metadata(self, state: OpenState) -> None:
         now = time.time()
         old = self._metadata
-        seen = None if state.shared is None else state.shared.metadata  # before the read
+        seen = self._shared_snapshot()  # before the read
         self._adopt_stored_metadata()
         self._check_compatible(old, self._metadata)
         state.metadata_read_at = now
