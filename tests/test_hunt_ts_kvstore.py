@@ -94,12 +94,12 @@ def test_spec_kvstore_normalizes_as_tensorstore(kvstore, path):
     assert zarrkit.Spec(ours).to_json() == ours  # normal form is stable
 
 
-def test_an_anonymous_memory_store_keeps_the_path_apart():
-    """A zarrkit memory path's first segment names a process-wide store: moving `path` into
-    an unnamed memory kvstore would open the store called after it, so it stays apart."""
+def test_an_anonymous_memory_store_folds_the_path_as_tensorstore():
+    """The spec layer opens a memory kvstore's context store, its path a path in it: the
+    path folds into the kvstore as TensorStore's normal form (both open the same array)."""
     json = {"driver": "zarr3", "kvstore": "memory://", "path": "x"}
-    assert zarrkit.Spec(json).to_json() == {"driver": "zarr3", "kvstore": {"driver": "memory"},
-                                            "path": "x"}
+    assert zarrkit.Spec(json).to_json() == ts.Spec(json).to_json() == {
+        "driver": "zarr3", "kvstore": {"driver": "memory", "path": "x/"}}
 
 
 @pytest.mark.parametrize("json", [
@@ -366,15 +366,17 @@ def test_unnamed_memory_store_is_shared_by_one_context_only(kvstore, path):
             _open(lib, json, lib.Context())
 
 
-def test_spec_of_an_unnamed_memory_store_keeps_its_path_apart():
-    """spec() wrote {"driver": "memory", "path": "x/"}, which in zarrkit names the shared store
-    "x", not the unnamed store the array is in; TensorStore reads either form alike."""
+def test_spec_of_an_unnamed_memory_store_folds_its_path():
+    """spec() writes {"driver": "memory", "path": "x/"} as TensorStore does; in the spec layer
+    it is a path in the context's memory store, so it reopens the same array."""
     ctx = zarrkit.Context()
     a = zarrkit.open({"driver": "zarr3", "kvstore": "memory://", "path": "x", "metadata": MD,
                       "create": True}, context=ctx)
+    a[...] = 7
     spec = a.spec().to_json()
-    assert spec["kvstore"] == {"driver": "memory"} and spec["path"] == "x"
-    assert ts.Spec(spec).to_json()["kvstore"] == {"driver": "memory", "path": "x/"}
+    assert spec["kvstore"] == {"driver": "memory", "path": "x/"} and "path" not in spec
+    assert ts.Spec(spec).to_json()["kvstore"] == spec["kvstore"]
+    assert zarrkit.open(spec, context=ctx)[...].tolist() == [7] * 4
 
 
 def test_read_only_open_of_a_shared_memory_store_cannot_write():
@@ -426,7 +428,8 @@ def test_file_io_sync_of_the_specs_context_is_honoured(tmp_path):
     assert zarrkit.open({**json, "context": {"file_io_sync": True}}).store.fsync is True
     assert zarrkit.open(json, context=zarrkit.Context({"file_io_sync": True}),
                         create=False).store.fsync is True
-    assert zarrkit.open(json, create=False).store.fsync is False
+    # TensorStore's default (file_io_sync true) when no context says otherwise
+    assert zarrkit.open(json, create=False).store.fsync is True
 
 
 def test_aws_credentials_of_the_specs_context_are_used(bucket, s3_endpoint, monkeypatch,

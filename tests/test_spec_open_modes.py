@@ -111,8 +111,10 @@ def stores():
     zk_base = {"driver": "zarr3", "kvstore": {"driver": "memory", "path": "open-modes/q/"}}
     ts.open({**ts_base, "metadata": METADATA}, create=True, context=ctx,
             **ts_kwargs(BASE)).result()
-    zarrkit.open({**zk_base, "metadata": METADATA}, create=True, **zk_kwargs(BASE))
-    yield ctx, ts_base, zk_base
+    zk_ctx = zarrkit.Context()  # the spec layer's memory store is its context's, as in TS
+    zarrkit.open({**zk_base, "metadata": METADATA}, create=True, context=zk_ctx,
+                 **zk_kwargs(BASE))
+    yield ctx, ts_base, zk_base, zk_ctx
     zarrkit.kvstore.MemoryStore.discard("open-modes")
 
 
@@ -125,7 +127,7 @@ def _spec(base: dict, extra: dict, prefix: str) -> dict:
 
 @pytest.mark.parametrize("name,extra,kw,error", CASES, ids=[c[0] for c in CASES])
 def test_open_like_tensorstore(stores, name, extra, kw, error):
-    ctx, ts_base, zk_base = stores
+    ctx, ts_base, zk_base, zk_ctx = stores
     try:
         ts.open(_spec(ts_base, extra, ""), context=ctx, **ts_kwargs(kw)).result()
         ts_ok = True
@@ -133,10 +135,10 @@ def test_open_like_tensorstore(stores, name, extra, kw, error):
         ts_ok = False
     assert ts_ok == (error is None), f"TensorStore disagrees with the expectation for {name}"
     if error is None:
-        zarrkit.open(_spec(zk_base, extra, "open-modes/"), **zk_kwargs(kw))
+        zarrkit.open(_spec(zk_base, extra, "open-modes/"), context=zk_ctx, **zk_kwargs(kw))
         return
     with pytest.raises(zarrkit.ZarrkitError) as info:
-        zarrkit.open(_spec(zk_base, extra, "open-modes/"), **zk_kwargs(kw))
+        zarrkit.open(_spec(zk_base, extra, "open-modes/"), context=zk_ctx, **zk_kwargs(kw))
     assert error in str(info.value)
 
 

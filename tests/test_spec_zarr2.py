@@ -381,15 +381,17 @@ def stored():
     ts.open({"driver": "zarr", "kvstore": {"driver": "memory", "path": "s/"},
              "metadata": STORED}, create=True, context=context).result()
     kvstore = {"driver": "memory", "path": "zarr2-open/s/"}
-    zarrkit.open({"driver": "zarr", "kvstore": kvstore, "metadata": STORED}, create=True)
-    yield context, kvstore
+    zk_context = zarrkit.Context()  # a spec's memory store is its context's, as in TS
+    zarrkit.open({"driver": "zarr", "kvstore": kvstore, "metadata": STORED}, create=True,
+                 context=zk_context)
+    yield context, kvstore, zk_context
     zarrkit.kvstore.MemoryStore.discard("zarr2-open")
 
 
 @pytest.mark.parametrize("metadata,kw,word", OPEN_CASES,
                          ids=[str(i) for i in range(len(OPEN_CASES))])
 def test_open_checks_the_stored_array_as_tensorstore(stored, metadata, kw, word):
-    context, kvstore = stored
+    context, kvstore, zk_context = stored
     ts_spec = {"driver": "zarr", "kvstore": {"driver": "memory", "path": "s/"},
                "metadata": metadata}
     try:
@@ -400,16 +402,16 @@ def test_open_checks_the_stored_array_as_tensorstore(stored, metadata, kw, word)
     assert ts_ok == (word is None)
     spec = {"driver": "zarr", "kvstore": kvstore, "metadata": metadata}
     if word is None:
-        a = zarrkit.open(spec, **_zk_kw(kw))
+        a = zarrkit.open(spec, context=zk_context, **_zk_kw(kw))
         assert a.shape == (10, 20)
     else:
         with pytest.raises(zarrkit.SpecError, match=word):
-            zarrkit.open(spec, **_zk_kw(kw))
+            zarrkit.open(spec, context=zk_context, **_zk_kw(kw))
 
 
 def test_domain_labels_label_the_opened_array(stored):
-    _, kvstore = stored
-    v = zarrkit.open({"driver": "zarr", "kvstore": kvstore},
+    _, kvstore, zk_context = stored
+    v = zarrkit.open({"driver": "zarr", "kvstore": kvstore}, context=zk_context,
                      domain=zarrkit.IndexDomain.make(labels=["x", "y"]))
     assert v.domain.labels == ("x", "y") and v.shape == (10, 20)
     assert v.spec().to_json()["transform"]["input_labels"] == ["x", "y"]

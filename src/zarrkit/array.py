@@ -457,7 +457,7 @@ class Array(Node, SpecNode, SelectionMethods):
         old_shape, grid_chunks = self.shape, self._metadata.chunk_shape
         if all(n >= o for n, o in zip(new_shape, old_shape, strict=True)):
             return
-        doomed, trimmed = [], []
+        doomed, edges = [], {}
         for coords, key in self._chunks_to_check(old_shape, grid_chunks):
             region = chunk_region(coords, grid_chunks, old_shape)
             # A listed key beyond the old shape is stale: it would show when the array grows.
@@ -465,9 +465,11 @@ class Array(Node, SpecNode, SelectionMethods):
                                                             strict=True)):
                 doomed.append(key)
             elif any(r.stop > n for r, n in zip(region, new_shape, strict=True)):
-                trimmed.append(region)
+                edges[key] = region
         self.store.delete_many(doomed)
-        for region in trimmed:  # set the part beyond the new shape to the fill value
+        # Only stored edge chunks: erasing an absent one would store it (write_empty_chunks).
+        for key in chunk_io.stored_keys(self.store, list(edges)):
+            region = edges[key]  # set the part beyond the new shape to the fill value
             for axis, n in enumerate(new_shape):
                 r = region[axis]
                 if r.stop > n:
@@ -486,12 +488,14 @@ class Array(Node, SpecNode, SelectionMethods):
             return ((c, self._engine.key(c)) for c in np.ndindex(*counts))
         return self._stored_chunks()
 
-    def _stored_chunks(self) -> Iterator[tuple[tuple[int, ...], str]]:
-        """Stored keys under the array's prefix that are chunk keys of its encoding and rank
-        (metadata documents and anything else is not)."""
+    def _stored_chunks(self, keys: list[str] | None = None
+                       ) -> Iterator[tuple[tuple[int, ...], str]]:
+        """Stored keys under the array's prefix (the listed `keys`, listed here if not given)
+        that are chunk keys of its encoding and rank (metadata documents and anything else is
+        not)."""
         prefix = storage.prefix_of(self.path)
         decode, ndim = self._metadata.chunk_key_encoding.decode, self.ndim
-        for key in list(self.store.list_prefix(prefix)):
+        for key in list(self.store.list_prefix(prefix)) if keys is None else keys:
             coords = decode(key[len(prefix):], ndim)
             if coords is not None:
                 yield coords, key
@@ -538,8 +542,9 @@ class Array(Node, SpecNode, SelectionMethods):
 
     # -- storage ---------------------------------------------------------------------------------
     def nbytes_stored(self) -> int:
+        """The bytes of every key under the array's prefix (sizes asked for concurrently)."""
         prefix = storage.prefix_of(self.path)
-        return sum(self.store.size(k) or 0 for k in self.store.list_prefix(prefix))
+        return sum(chunk_io.stored_sizes(self.store, list(self.store.list_prefix(prefix))))
 
     @property
     def nchunks_initialized(self) -> _Count:
@@ -553,6 +558,18 @@ class Array(Node, SpecNode, SelectionMethods):
             return _Count(chunk_io.inner_chunks_stored(self._engine, self._stored_shards()))
         return self._objects_stored()
 
+    def _stored_figures(self) -> tuple[int, int, int | None]:
+        """(bytes, chunks and shards stored; shards None when unsharded) from one listing, with
+        the keys' sizes and then the stored shards' indexes read concurrently: what
+        `info_complete` and the notebook display show, at one round of requests each."""
+        prefix = storage.prefix_of(self.path)
+        keys = list(self.store.list_prefix(prefix))
+        nbytes = sum(chunk_io.stored_sizes(self.store, keys))
+        if self._engine.inner_chunks is None:
+            return nbytes, self._objects_stored(keys), None
+        shards = self._stored_shards(keys)
+        return nbytes, chunk_io.inner_chunks_stored(self._engine, shards), len(shards)
+
     @property
     def nshards_initialized(self) -> _Count:
         """The shards stored (a property that can also be called, as `nchunks_initialized`);
@@ -562,19 +579,21 @@ class Array(Node, SpecNode, SelectionMethods):
             return _Count(len(self._stored_shards()))
         return self._objects_stored()
 
-    def _stored_shards(self) -> list[tuple[int, ...]]:
-        """Grid positions of the stored shards inside the shard grid."""
+    def _stored_shards(self, keys: list[str] | None = None) -> list[tuple[int, ...]]:
+        """Grid positions of the stored shards inside the shard grid (of the listed `keys`,
+        listed here if not given)."""
         grid = self._metadata.grid_shape  # sharded: v3
-        return [c for c, _ in self._stored_chunks()
+        return [c for c, _ in self._stored_chunks(keys)
                 if all(i < n for i, n in zip(c, grid, strict=True))]
 
-    def _objects_stored(self) -> _Count:
-        """The keys under the array's prefix other than its metadata documents."""
+    def _objects_stored(self, keys: list[str] | None = None) -> _Count:
+        """The keys under the array's prefix (the listed `keys`, listed here if not given)
+        other than its metadata documents."""
         prefix = storage.prefix_of(self.path)
         names = formats.METADATA_NAMES | (
             formats.V1_METADATA_NAMES if self.zarr_format == 1 else frozenset())
-        return _Count(sum(1 for k in self.store.list_prefix(prefix)
-                          if k[len(prefix):] not in names))
+        keys = self.store.list_prefix(prefix) if keys is None else keys
+        return _Count(sum(1 for k in keys if k[len(prefix):] not in names))
 
     @property
     def info(self) -> ArrayInfo:

@@ -70,7 +70,8 @@ def _as_dict(value: Any) -> dict[Any, Any]:
 
 
 def _check_json(key: Any, value: Any) -> None:
-    """Refuse what cannot be written as strict JSON (numpy values are written as lists)."""
+    """Refuse what cannot be written as JSON (numpy values are written as lists, NaN and the
+    infinities as the bare literals zarr-python writes and reads back)."""
     if not isinstance(key, str):
         raise MetadataError(f"attribute names must be strings, got {key!r}")
-    json_dumps(value, what=f"attribute {key!r}")
+    json_dumps(value, what=f"attribute {key!r}", constants=True)

@@ -24,7 +24,7 @@ from .cli_tools import (
 )
 from .describe import summary
 from .errors import ZarrkitError
-from .group import Group, finished_node
+from .group import Group, finished_node, listed_below
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -90,10 +90,13 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tree_json(node: Array | Group) -> dict[str, Any]:
+def _tree_json(node: Array | Group, listed: dict[str, Any] | None = None) -> dict[str, Any]:
     if isinstance(node, Array):
         return {"type": "array", "shape": list(node.shape), "dtype": str(node.dtype)}
-    return {"type": "group", "members": {k: _tree_json(v) for k, v in node.members()}}
+    if listed is None:  # the whole hierarchy listed level by level, not group by group
+        listed = listed_below(node, None)
+    return {"type": "group",
+            "members": {k: _tree_json(v, listed) for k, v in listed[node.path]}}
 
 
 def _tree(args: argparse.Namespace) -> int:

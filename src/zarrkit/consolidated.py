@@ -4,7 +4,8 @@ v2 groups get a `.zmetadata` document (zarr-python 2's format); v3 groups get za
 `consolidated_metadata` member in their zarr.json. Either way every node below the group is
 recorded, so `zarrkit.open` then reads the whole hierarchy's metadata in one request. zarrkit
 keeps the record up to date as it writes (`storage` records each node it creates, changes,
-replaces or moves, and drops those it deletes); after other writers (zarr-python leaves the
+replaces or moves, and drops those it deletes, through any handle: one opened by its own path
+finds the groups above its store); after other writers (zarr-python leaves the
 record as it was), call `consolidate_metadata` again to refresh it (readers that must not trust
 the record pass `use_consolidated=False`).
 """
@@ -31,28 +32,26 @@ from .metadata.names import normalize_path
 from .node import Node
 
 
-def _members(store: KvStore, path: str, zarr_format: int) -> list[tuple[str, Any]]:
-    """(path, metadata) of the direct members of the group at `path`, read in parallel."""
-    _, names = store.list_dir(storage.prefix_of(path))
-    paths = [storage.join(path, n) for n in names]
-    ensure_concurrency(store.io_concurrency)  # a network store: many requests in flight
-    found = run_all(lambda p: formats.find(store, p, zarr_format, use_consolidated=False),
-                    paths, io_width(store.io_concurrency))
-    return [(p, f.metadata) for p, f in zip(paths, found, strict=True) if f is not None]
-
-
 def collect(store: KvStore, root: str, zarr_format: int) -> dict[str, Any]:
-    """{path relative to `root`: metadata} of every node below the group at `root`."""
+    """{path relative to `root`: metadata} of every node below the group at `root`, level by
+    level: the level's groups listed concurrently, then all their members' documents read in
+    one request (a remote store: two round trips a level, not one a node)."""
     nodes: dict[str, Any] = {}
     level = [root]
+    ensure_concurrency(store.io_concurrency)  # a network store: many requests in flight
     while level:
-        below: list[str] = []
-        for path in level:
-            for child, metadata in _members(store, path, zarr_format):
-                nodes[child[len(root) + 1:] if root else child] = metadata
-                if not formats.is_array(metadata):
-                    below.append(child)
-        level = below
+        listed = run_all(lambda p: store.list_dir(storage.prefix_of(p))[1], level,
+                         io_width(store.io_concurrency))
+        paths = [storage.join(p, n) for p, names in zip(level, listed, strict=True)
+                 for n in names]
+        found = formats.find_many(store, paths, zarr_format, use_consolidated=False) \
+            if paths else []
+        level = []
+        for child, f in zip(paths, found, strict=True):
+            if f is not None:
+                nodes[child[len(root) + 1:] if root else child] = f.metadata
+                if not formats.is_array(f.metadata):
+                    level.append(child)
     return nodes
 
 

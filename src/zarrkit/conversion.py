@@ -25,6 +25,7 @@ from . import api, formats, storage
 from .array import Array
 from .creation import build_array_document, create_array_from_metadata, filled_replacing
 from .creation_v2 import build_v2_metadata
+from .engine.executor import ensure_concurrency, io_width, run_all
 from .errors import NodeExistsError, NodeNotFoundError, SpecError, ZarrkitError
 from .group import Group, create_group_at, finished_node, open_node
 from .kvstore import close_opened, discard_opened, open_kvstore
@@ -44,9 +45,9 @@ SLAB_BYTES = 64 << 20
 def walk(node: Array | Group, rel: str = "") -> Iterator[tuple[str, Array | Group]]:
     """(relative path, node) for `node` and everything below it, parents first."""
     yield rel, node
-    if isinstance(node, Group):
-        for name, child in node.members():
-            yield from walk(child, storage.join(rel, name))
+    if isinstance(node, Group):  # listed level by level (remote stores: no trip per group)
+        for name, child in node.members(None):
+            yield storage.join(rel, name), child
 
 
 # -- convert ----------------------------------------------------------------------------------
@@ -261,14 +262,26 @@ def _check_ranks(ranks: list[int], chunks: Any, shards: Any) -> None:
 
 def _create_nodes(planned: list[tuple[str, Array | Group, Any]], store: Any,
                   zarr_format: int) -> list[tuple[Array, Array]]:
-    copies = []
-    for path, node, md in planned:
+    """Create every planned node, parents first: on a remote store, the nodes of a depth at
+    once (a few round trips a level, not a few a node); (source, new array) in plan order."""
+    def create(item: tuple[str, Array | Group, Any]) -> Array | None:
+        path, node, md = item
         if md is None:
-            attrs = dict(node.attrs)
-            create_group_at(store, path, attributes=attrs, zarr_format=zarr_format)
-        else:
-            copies.append((node, create_array_from_metadata(store, path, md)))
-    return copies
+            create_group_at(store, path, attributes=dict(node.attrs), zarr_format=zarr_format)
+            return None
+        return create_array_from_metadata(store, path, md)
+
+    ensure_concurrency(store.io_concurrency)
+    width = io_width(store.io_concurrency) if store.io_concurrency else 1  # local: in order
+    made: dict[str, Array | None] = {}
+    def depth(path: str) -> int:
+        return path.count("/") if path else -1  # the store's root above its members
+
+    for d in sorted({depth(path) for path, _, _ in planned}):
+        level = [item for item in planned if depth(item[0]) == d]
+        made.update(zip([path for path, _, _ in level], run_all(create, level, width),
+                        strict=True))
+    return [(node, made[path]) for path, node, md in planned if md is not None]
 
 
 # -- from_array -------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from . import storage
 from .array import Array
 from .conversion import from_array
 from .errors import NodeExistsError, NodeTypeError, SpecError
-from .group import Group
+from .group import Group, listed_below
 from .kvstore import open_kvstore
 from .metadata.names import normalize_path
 
@@ -39,6 +39,9 @@ class _Copying:
     dry_run: bool
     without_attrs: bool
     create_kws: dict[str, Any]
+    #: The members of the zarrkit source groups, by (store, path): listed level by level
+    #: at the first group (`listed_below`), not group by group.
+    listed: dict[tuple[int, str], list[tuple[str, Any]]] = field(default_factory=dict)
     copied: int = 0
     skipped: int = 0
     nbytes: int = 0
@@ -70,8 +73,8 @@ def copy_all(source: Any, dest: Group, shallow: bool = False, without_attrs: boo
     dest = _group(dest)
     with _logger(log) as write_log:
         state = _state(write_log, if_exists, dry_run, without_attrs, create_kws)
-        for key in source.keys():
-            _copy(source[key], dest, dest.path, key, state, shallow, root=False)
+        for key, node in _members(source, state, 0 if shallow else None):
+            _copy(node, dest, dest.path, key, state, shallow, root=False)
         if not without_attrs and not dry_run:
             dest.attrs.update(_attributes(source))
     return state.result()
@@ -135,15 +138,31 @@ def _copy_group(source: Any, dest: Group | None, target: str, name: str, existin
                 state: _Copying, shallow: bool, root: bool) -> None:
     group = None
     if not state.dry_run and dest is not None:
-        if existing is not None and not isinstance(existing, Group):
-            del dest[name]
-        group = dest.require_group(name)
-        if not state.without_attrs:
-            group.attrs.update(_attributes(source))
+        attrs = {} if state.without_attrs else _attributes(source)
+        if isinstance(existing, Group):  # merged into
+            group = existing
+            if attrs:
+                group.attrs.update(attrs)
+        else:  # created with its attributes: one write
+            if existing is not None:
+                del dest[name]
+            group = dest.create_group(name, attributes=attrs)
     state.copied += 1
     if root or not shallow:
-        for key in source.keys():
-            _copy(source[key], group, target, key, state, shallow, root=False)
+        for key, node in _members(source, state, 0 if shallow else None):
+            _copy(node, group, target, key, state, shallow, root=False)
+
+
+def _members(source: Any, state: _Copying, depth: int | None) -> list[tuple[str, Any]]:
+    """(name, node) of the members of the group `source`; a zarrkit group's, and those of the
+    groups below it down to `depth` levels, listed at once (a remote store: a round trip or
+    two a level, not a few a node)."""
+    if not isinstance(source, Group):
+        return [(key, source[key]) for key in source.keys()]
+    if (id(source.store), source.path) not in state.listed:
+        state.listed.update({(id(source.store), path): members for path, members
+                             in listed_below(source, depth).items()})
+    return state.listed[(id(source.store), source.path)]
 
 
 def _copy_array(source: Any, dest: Group | None, name: str, existing: Any,
@@ -164,8 +183,9 @@ def _copy_array(source: Any, dest: Group | None, name: str, existing: Any,
     copied = from_array(dest.store, data=_text_view(source, kws),
                         name=storage.join(dest.path, name),
                         zarr_format=dest.zarr_format, **kws)
-    if not state.without_attrs:
-        copied.attrs.update(_attributes(source))
+    attrs = {} if state.without_attrs else _attributes(source)
+    if attrs:  # (nothing to add: no request)
+        copied.attrs.update(attrs)
 
 
 def _text_view(source: Any, kws: dict[str, Any]) -> Any:
@@ -285,7 +305,8 @@ def copy_store(source: Any, dest: Any, source_path: str = "", dest_path: str = "
     wanted = _key_filter(excludes, includes, flags)
     pairs = [(k, new + k[len(old):]) for k in sorted(src.list_prefix(old))
              if wanted(k[len(old):])]
-    present = [d for _, d in pairs if dst.exists(d)]
+    present = [d for (_, d), there in zip(pairs, storage.keys_exist(dst, [d for _, d in pairs]),
+                                          strict=True) if there]
     if present and if_exists == "raise":
         raise NodeExistsError(f"copy_store: {len(present)} keys exist already, e.g. "
                               f"{present[0]!r} (if_exists='replace' or 'skip')")

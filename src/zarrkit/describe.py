@@ -13,7 +13,7 @@ import numpy as np
 
 from .array import Array
 from .errors import NotSupportedError
-from .group import Group
+from .group import Group, listed_below
 from .info import human_bytes
 from .kvstore import kvstore_to_url
 
@@ -59,28 +59,20 @@ def _scalar(value: Any) -> Any:
     return str(value)  # anything else still prints as valid JSON
 
 
-def stored_bytes(a: Array) -> tuple[int | None, int | None]:
-    """(bytes stored, chunks stored), or (None, None) when the store cannot list."""
+def stored_figures(a: Array) -> tuple[int | None, int | None, int | None]:
+    """(bytes, chunks, shards stored) from one listing, the sizes and shard indexes read
+    concurrently; shards None when the array is not sharded, all None when the store cannot
+    list."""
     try:
-        return a.nbytes_stored(), a.nchunks_initialized()
+        stored, nstored, shards = a._stored_figures()
     except NotSupportedError:
-        return None, None
-
-
-def stored_shards(a: Array) -> tuple[int | None, int | None]:
-    """(shards stored, shards in all) of a sharded array; the first None when the store cannot
-    list, both None when the array is not sharded."""
-    if not a.shards:
-        return None, None
-    try:
-        return a.nshards_initialized(), a.nshards
-    except NotSupportedError:
-        return None, a.nshards
+        return None, None, None
+    return stored, nstored, shards if a.shards else None
 
 
 def array_summary(a: Array) -> dict[str, Any]:
-    stored, nstored = stored_bytes(a)
-    shards_stored, shards_total = stored_shards(a)
+    stored, nstored, shards_stored = stored_figures(a)
+    shards_total = a.nshards if a.shards else None
     return {
         "type": "array", "name": a.name, "zarr_format": a.zarr_format,
         "location": location(a), "shape": list(a.shape), "dtype": str(a.dtype),
@@ -158,15 +150,18 @@ def array_html(a: Array) -> str:
     return f"{_STYLE}<div class='zk'><b>{title}</b><table>{body}</table></div>"
 
 
-def _tree_html(g: Group, depth: int) -> str:
+def _tree_html(g: Group, depth: int,
+               listed: dict[str, list[tuple[str, Array | Group]]] | None = None) -> str:
+    if listed is None:  # every level read at once (remote stores: no round trips per group)
+        listed = listed_below(g, depth, first=HTML_MEMBERS)
     items = []
-    members = g.members()
+    members = listed[g.path]
     for name, node in members[:HTML_MEMBERS]:
         label = html.escape(name)
         if isinstance(node, Array):
             items.append(f"<li>📄 <b>{label}</b> {node.shape} {node.dtype}</li>")
         elif depth > 0:
-            items.append(f"<li>📁 <b>{label}</b>{_tree_html(node, depth - 1)}</li>")
+            items.append(f"<li>📁 <b>{label}</b>{_tree_html(node, depth - 1, listed)}</li>")
         else:
             items.append(f"<li>📁 <b>{label}</b> …</li>")
     if len(members) > HTML_MEMBERS:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import MetadataError, ReadOnlyError, SpecError
-from .kvstore.base import KvStore
+from .kvstore.base import ByteRange, KvStore
 from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER, ConsolidatedView
 from .metadata.json import json_dumps, json_loads
 from .metadata.v1 import ATTRS_KEY as V1_ATTRS_KEY
@@ -105,13 +105,59 @@ def find(store: KvStore, path: str, zarr_format: int | None = None,
         if found is not None:
             return found
         names = []
-    if zarr_format in (None, 2):
-        names += [ARRAY_KEY, GROUP_KEY, ATTRS_KEY]
-        if use_consolidated is not False:
-            names.append(CONSOLIDATED_KEY)
+    names += _v2_names(zarr_format, use_consolidated)
     keys = [key(path, n) for n in names]
     values = dict(zip(names, store.get_many([(k, None) for k in keys]), strict=True)) \
         if keys else {}
+    return _parsed(store, path, values, zarr_format, use_consolidated)
+
+
+def _v2_names(zarr_format: int | None, use_consolidated: bool | None) -> list[str]:
+    if zarr_format not in (None, 2):
+        return []
+    return [ARRAY_KEY, GROUP_KEY, ATTRS_KEY] + ([CONSOLIDATED_KEY] if use_consolidated
+                                                is not False else [])
+
+
+def find_many(store: KvStore, paths: list[str], zarr_format: int | None,
+              use_consolidated: bool | None = None, prefer: int | None = None
+              ) -> list[Found | None]:
+    """`find` of each of `paths`, their v3 and v2 documents read in one batched request (one
+    round trip on a remote store; v1 keys are read only for a path that has none); with
+    `prefer` (and `zarr_format` None), a node of that format first (v3 first otherwise)."""
+    names = ([V3_KEY] if zarr_format in (None, 3) else []) + \
+        _v2_names(zarr_format, use_consolidated) + \
+        ([META_KEY, V1_ATTRS_KEY] if zarr_format is None else [])
+    raws = store.get_many([(key(p, n), None) for p in paths for n in names])
+    found = []
+    for i, path in enumerate(paths):
+        values = dict(zip(names, raws[i * len(names):(i + 1) * len(names)], strict=True))
+        own = None if prefer is None else _parsed(
+            store, path, {n: v for n, v in values.items() if n in _names_of(prefer)}, prefer,
+            use_consolidated)
+        found.append(own or _parsed(store, path, values, zarr_format, use_consolidated))
+    return found
+
+
+def _names_of(zarr_format: int) -> tuple[str, ...]:
+    return (V3_KEY,) if zarr_format == 3 else (ARRAY_KEY, GROUP_KEY, ATTRS_KEY, CONSOLIDATED_KEY)
+
+
+def present_many(store: KvStore, paths: list[str], zarr_format: int | None) -> list[bool]:
+    """`exists` of each of `paths` (nothing parsed); a remote store asked in one batched request
+    of empty ranges, not a round trip a key."""
+    if not getattr(store, "io_concurrency", 0):
+        return [exists(store, p, zarr_format) for p in paths]
+    formats = FORMATS[::-1] if zarr_format is None else (zarr_format,)
+    names = [n for f in formats for n in _EXISTS_NAMES[f]]
+    raws = store.get_many([(key(p, n), ByteRange(0, 0)) for p in paths for n in names])
+    return [any(r is not None for r in raws[i * len(names):(i + 1) * len(names)])
+            for i in range(len(paths))]
+
+
+def _parsed(store: KvStore, path: str, values: dict[str, Any], zarr_format: int | None,
+            use_consolidated: bool | None) -> Found | None:
+    """The node at `path` from its documents `values` (by name) read in the store."""
     if values.get(V3_KEY) is not None:
         raw = bytes(values[V3_KEY])
         cached = _parsed_arrays.get(raw)
@@ -124,7 +170,7 @@ def find(store: KvStore, path: str, zarr_format: int | None = None,
     if values.get(ARRAY_KEY) is not None or values.get(GROUP_KEY) is not None:
         return _v2(path, values, use_consolidated)
     if zarr_format in (None, 1):
-        return _v1(store, path)
+        return _v1(store, path, values)
     return None
 
 
@@ -175,9 +221,11 @@ def _required(view: ConsolidatedView | None, use_consolidated: bool | None,
     return view
 
 
-def _v1(store: KvStore, path: str) -> Found | None:
+def _v1(store: KvStore, path: str, values: dict[str, Any]) -> Found | None:
+    """The v1 array at `path`, its documents read unless `values` holds them already."""
     meta_key, attrs_key = key(path, META_KEY), key(path, V1_ATTRS_KEY)
-    meta, attrs = store.get_many([(meta_key, None), (attrs_key, None)])
+    meta, attrs = (values.get(META_KEY), values.get(V1_ATTRS_KEY)) if META_KEY in values \
+        else store.get_many([(meta_key, None), (attrs_key, None)])
     if meta is None:
         return None
     attributes = {} if attrs is None else loads_v1(attrs, what=attrs_key)
@@ -189,9 +237,15 @@ def _v1(store: KvStore, path: str) -> Found | None:
 
 def exists(store: KvStore, path: str, zarr_format: int | None = None) -> bool:
     """Whether a node of `zarr_format` (None: any) is at `path`, without parsing anything."""
-    names = {3: [V3_KEY], 2: [ARRAY_KEY, GROUP_KEY], 1: [META_KEY]}
     formats = FORMATS[::-1] if zarr_format is None else (zarr_format,)
-    return any(store.exists(key(path, n)) for f in formats for n in names[f])
+    keys = [key(path, n) for f in formats for n in _EXISTS_NAMES[f]]
+    if len(keys) > 1 and getattr(store, "io_concurrency", 0):  # remote: one round trip
+        return any(r is not None for r in store.get_many([(k, ByteRange(0, 0)) for k in keys]))
+    return any(store.exists(k) for k in keys)
+
+
+#: The documents whose presence makes a node of each format.
+_EXISTS_NAMES = {3: [V3_KEY], 2: [ARRAY_KEY, GROUP_KEY], 1: [META_KEY]}
 
 
 def other_format(store: KvStore, path: str, zarr_format: int | None) -> int | None:

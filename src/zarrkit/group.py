@@ -23,6 +23,7 @@ from .creation import (
     like,
     parse_shape,
 )
+from .engine.executor import ensure_concurrency, io_width, run_all
 from .errors import (
     InvalidKeyError,
     InvalidNameError,
@@ -157,9 +158,15 @@ class Group(Node, Mapping[str, Any]):
     def keys(self) -> list[str]:  # type: ignore[override]
         if self._consolidated is not None:
             return [c for c in self._consolidated.children() if self._is_name(c)]
+        names = self._listed_names()
+        there = formats.present_many(self.store, [storage.join(self.path, d) for d in names],
+                                     self.zarr_format)  # remote: all in one round trip
+        return [d for d, t in zip(names, there, strict=True) if t]
+
+    def _listed_names(self) -> list[str]:
+        """The names of the store's sub-prefixes of this group that can name a member."""
         _, dirs = self.store.list_dir(storage.prefix_of(self.path))
-        return [d for d in dirs if self._is_name(d)
-                and storage.node_exists(self.store, storage.join(self.path, d), self.zarr_format)]
+        return [d for d in dirs if self._is_name(d)]
 
     def _is_name(self, name: str) -> bool:
         """Whether `name` can name a member (what `keys()` lists must open): in a v3 group,
@@ -186,19 +193,8 @@ class Group(Node, Mapping[str, Any]):
         descendants up to `max_depth` levels below them (None: all), each group followed by
         its own. Read from consolidated metadata, when the group was opened with it; groups
         read from the store use their own unless `use_consolidated_for_children=False`."""
-        depth = _checked_depth(max_depth)
-        own = use_consolidated_for_children or self._consolidated is not None
-        found: list[tuple[str, Array | Group]] = []
-        for key in self.keys():
-            node = self[key] if own else open_node(
-                self.store, self._child_path(key), read_only=self.read_only,
-                zarr_format=self.zarr_format, use_consolidated=False)
-            found.append((key, node))
-            if isinstance(node, Group) and depth != 0:
-                below = node.members(None if depth is None else depth - 1,
-                                     use_consolidated_for_children=use_consolidated_for_children)
-                found += [(f"{key}/{path}", child) for path, child in below]
-        return found
+        listed = listed_below(self, _checked_depth(max_depth), use_consolidated_for_children)
+        return _flattened(self.path, listed)
 
     def nmembers(self, max_depth: int | None = 0) -> int:
         """How many nodes `members(max_depth)` lists."""
@@ -513,9 +509,75 @@ def _validate_names(name: str) -> None:
         validate_node_name(part)
 
 
+def listed_below(group: Group, depth: int | None, use_consolidated_for_children: bool = True,
+                 first: int | None = None) -> dict[str, list[tuple[str, Array | Group]]]:
+    """{group path: its (name, node) members} of `group` and the groups below it down to
+    `depth` levels below its members (None: all), descending into the `first` members of each
+    only (None: all). Level by level: every group of a level listed concurrently, and all
+    their members' documents read in one request (remote stores: a round trip or two a level,
+    not a few per node)."""
+    listed: dict[str, list[tuple[str, Array | Group]]] = {}
+    level: list[Group] = [group]
+    while level:
+        listed.update(zip([g.path for g in level],
+                          _children_of(level, use_consolidated_for_children), strict=True))
+        if depth == 0:
+            break
+        depth = None if depth is None else depth - 1
+        level = [n for g in level for _, n in listed[g.path][:first] if isinstance(n, Group)]
+    return listed
+
+
+def _children_of(groups: list[Group], use_consolidated_for_children: bool
+                 ) -> list[list[tuple[str, Array | Group]]]:
+    """The (name, node) members of each of `groups` (all of one store and format): those with
+    consolidated metadata from it, the others' listings concurrently, then all their
+    members' documents in one batched request."""
+    stored = [g for g in groups if g._consolidated is None]
+    store = groups[0].store
+    ensure_concurrency(store.io_concurrency)  # a network store: many requests in flight
+    names = dict(zip([g.path for g in stored],
+                     run_all(Group._listed_names, stored, io_width(store.io_concurrency)),
+                     strict=True))
+    paths = [storage.join(g.path, n) for g in stored for n in names[g.path]]
+    found = dict(zip(paths, formats.find_many(
+        store, paths, groups[0].zarr_format,
+        None if use_consolidated_for_children else False), strict=True)) if paths else {}
+    result = []
+    for g in groups:
+        if g._consolidated is not None:
+            result.append([(k, g[k]) for k in g.keys()])
+            continue
+        named = [(n, storage.join(g.path, n)) for n in names[g.path]]
+        result.append([(n, open_node(g.store, p, read_only=g.read_only, found=found[p]))
+                       for n, p in named if found[p] is not None])
+    return result
+
+
+def _flattened(path: str, listed: dict[str, list[tuple[str, Array | Group]]],
+               prefix: str = "") -> list[tuple[str, Array | Group]]:
+    """The members listed below the group at `path`, each group followed by its own."""
+    out: list[tuple[str, Array | Group]] = []
+    for name, node in listed[path]:
+        out.append((prefix + name, node))
+        if isinstance(node, Group) and node.path in listed:
+            out += _flattened(node.path, listed, f"{prefix}{name}/")
+    return out
+
+
 def _tree_lines(group: Group, indent: str, level: int | None, lines: list[str]) -> None:
-    """The lines of `group`'s members, and of theirs `level` levels further down."""
-    members = group.members()
+    """The lines of `group`'s members, and of theirs `level` levels further down (read with
+    one `members` walk: level by level, not group by group)."""
+    below: dict[str, list[tuple[str, Array | Group]]] = {}
+    for path, node in group.members(level):
+        parent, _, name = path.rpartition("/")
+        below.setdefault(parent, []).append((name, node))
+    _tree_of(below, "", indent, lines)
+
+
+def _tree_of(below: dict[str, list[tuple[str, Array | Group]]], at: str, indent: str,
+             lines: list[str]) -> None:
+    members = below.get(at, [])
     for i, (name, node) in enumerate(members):
         last = i == len(members) - 1
         branch = "└── " if last else "├── "
@@ -523,9 +585,8 @@ def _tree_lines(group: Group, indent: str, level: int | None, lines: list[str]) 
             lines.append(f"{indent}{branch}{name} {node.shape} {node.dtype}")
         else:
             lines.append(f"{indent}{branch}{name}")
-            if level != 0:
-                _tree_lines(node, indent + ("    " if last else "│   "),
-                            None if level is None else level - 1, lines)
+            _tree_of(below, f"{at}/{name}" if at else name, indent + ("    " if last
+                                                                     else "│   "), lines)
 
 
 def open_node(store: KvStore, path: str, *, read_only: bool = False,

@@ -15,7 +15,7 @@ from typing import Any
 from . import formats, storage
 from .errors import MetadataError, NodeExistsError
 from .kvstore.base import KvStore
-from .metadata.json import json_dumps, json_loads
+from .metadata.json import json_dumps, json_loads, storable_attributes
 from .metadata.names import normalize_path
 from .metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from .metadata.v3 import parse_v3_node
@@ -30,7 +30,12 @@ def node_metadata(value: Any, where: str) -> Any:
     if not isinstance(doc, dict):
         raise MetadataError(f"{where}: expected a metadata document (a dict), a zarrkit node "
                             f"or zarr-python's metadata, got {type(value).__name__}")
-    doc = json_loads(json_dumps(doc, what=where), what=where)  # tuples become lists
+    # Tuples become lists; attributes may also hold the NaN and infinities zarr-python keeps
+    # there (a strict round trip of the whole document refused them).
+    rest = {k: v for k, v in doc.items() if k != "attributes"}
+    doc = json_loads(json_dumps(rest, what=where), what=where) | (
+        {"attributes": storable_attributes(doc["attributes"], where)}
+        if "attributes" in doc else {})
     if doc.get("zarr_format") == 2:
         return _v2(doc, where)
     return parse_v3_node(doc, where=where)
@@ -80,7 +85,8 @@ def _ancestors(path: str, root: str) -> list[str]:
 def write(store: KvStore, root: str, given: dict[str, Any], implied: dict[str, Any],
           overwrite: bool) -> dict[str, Any]:
     """Write the planned nodes; the metadata of every node of the hierarchy, by path."""
-    taken = [p for p in given if storage.node_exists(store, p)]
+    taken = [p for p, there in zip(given, formats.present_many(store, list(given), None),
+                                   strict=True) if there]  # (a remote store: one request)
     if taken and not overwrite:
         raise NodeExistsError(f"nodes already exist at {', '.join(map(repr, taken))} "
                               "(overwrite=True replaces them)")
@@ -105,10 +111,9 @@ def _existing_groups(store: KvStore, implied: dict[str, Any], fmt: int,
                      replaced: set[str]) -> dict[str, Any]:
     """The implied groups that exist already (and are not below a node being replaced)."""
     kept = {}
-    for path in implied:
-        if any(path == r or path.startswith(r + "/") for r in replaced):
-            continue
-        found = formats.find(store, path, None, use_consolidated=False)
+    paths = [p for p in implied if not any(p == r or p.startswith(r + "/") for r in replaced)]
+    for path, found in zip(paths, formats.find_many(store, paths, None, use_consolidated=False),
+                           strict=True):  # every implied group's documents in one request
         if found is None:
             continue
         if formats.is_array(found.metadata) or formats.format_of(found.metadata) != fmt:

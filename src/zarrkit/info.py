@@ -68,8 +68,8 @@ def _stored_rows(a: Any) -> list[tuple[str, str]]:
     shard's index."""
     sharded = a.shards is not None
     try:
-        stored, nstored = a.nbytes_stored(), str(a.nchunks_initialized())
-        nshards = str(a.nshards_initialized()) if sharded else ""
+        stored, chunks, shards = a._stored_figures()  # one listing, requests in parallel
+        nstored, nshards = str(chunks), "" if shards is None else str(shards)
     except NotSupportedError:  # e.g. plain HTTP cannot list, so nothing can be totalled
         stored, nstored, nshards = None, "?", "?"
     rows = [

@@ -12,8 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 from . import formats
-from .errors import InvalidNameError, MetadataError, NodeNotFoundError, ZarrkitError
-from .kvstore.base import KvStore
+from .errors import (
+    InvalidNameError,
+    MetadataError,
+    NodeNotFoundError,
+    StoreError,
+    ZarrkitError,
+)
+from .kvstore.base import ByteRange, KvStore
 from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER, records_of
 from .metadata.json import json_dumps, json_loads
 from .metadata.names import normalize_path
@@ -58,6 +64,14 @@ def find_node(store: KvStore, path: str, zarr_format: int | None = None,
         raise NodeNotFoundError(f"no {wanted}array or group at {path or '/'!r} in the "
                                 f"{store.driver} store (no zarr.json, .zarray, .zgroup or meta)")
     return found
+
+
+def keys_exist(store: KvStore, keys: list[str]) -> list[bool]:
+    """Whether each of `keys` exists; on a remote store asked in one batched request (of empty
+    ranges), not one round trip a key."""
+    if store.io_concurrency and len(keys) > 1:
+        return [v is not None for v in store.get_many([(k, ByteRange(0, 0)) for k in keys])]
+    return [store.exists(k) for k in keys]
 
 
 def read_node(store: KvStore, path: str, zarr_format: int | None = None) -> NodeMetadata:
@@ -109,12 +123,10 @@ def ensure_parents(store: KvStore, path: str, zarr_format: int = 3) -> None:
     name on the way a metadata document's key (`check_new_path`)."""
     check_new_path(path, zarr_format)
     parts = path.split("/")[:-1] if path else []
-    for i in range(len(parts) + 1):
-        parent = "/".join(parts[:i])
-        if parent == path:
-            break
-        found = formats.find(store, parent, zarr_format, use_consolidated=False) \
-            or formats.find(store, parent, None, use_consolidated=False)
+    parents = ["/".join(parts[:i]) for i in range(len(parts) + 1) if path]
+    # Every ancestor's documents in one request (a remote store: one round trip, not one a level).
+    for parent, found in zip(parents, formats.find_many(
+            store, parents, None, use_consolidated=False, prefer=zarr_format), strict=True):
         if found is None:
             write_metadata(store, parent, formats.new_group(zarr_format))
         elif formats.is_array(found.metadata):
@@ -131,11 +143,8 @@ def ensure_parents(store: KvStore, path: str, zarr_format: int = 3) -> None:
 def delete_node(store: KvStore, path: str) -> None:
     """Remove a node and everything under it, and its records in the consolidated metadata of
     the groups above it (as zarr-python does): left there, reopening showed the deleted node."""
-    if path:
-        _forget_consolidated(store, path)
-        store.delete_prefix(prefix_of(path))
-    else:
-        store.delete_prefix("")
+    _forget_consolidated(store, path)  # the root: in the groups above the store
+    store.delete_prefix(prefix_of(path))
 
 
 #: Keys copied per request while moving a node (values held in memory at once).
@@ -226,6 +235,7 @@ def replace_node(store: KvStore, path: str, zarr_format: int,
     _written_or_removed(store, staging, write, shown=path)
     if not path:
         _replace_root(store, staging, aside)
+        _forget_consolidated(store, path)  # the old root's records in the groups above
     elif not (named and _swap(store, path, staging, aside)):
         delete_node(store, path)
         if not store.rename_prefix(prefix_of(staging), prefix_of(path)):
@@ -389,8 +399,7 @@ def _forget_consolidated(store: KvStore, path: str) -> None:
             del records[k]
         return bool(stale)
 
-    if path:
-        _amend_consolidated(store, path, forget)
+    _amend_consolidated(store, path, forget)  # the root: in the groups above the store only
 
 
 def _record_consolidated(store: KvStore, path: str,
@@ -419,21 +428,57 @@ def _record_consolidated(store: KvStore, path: str,
 def _amend_consolidated(store: KvStore, path: str,
                         amend: Callable[[dict[str, Any], str, str], bool]) -> None:
     """`amend(records, rel, key)` the consolidated records (`rel`: `path` relative to their
-    group) of every ancestor of `path` that has some, and of the node's own `.zmetadata`, the
-    documents read in one request; a document amend changes is read again and written under
-    its key's lock, so a concurrent update is not lost."""
+    group) of every ancestor of `path` that has some (those above the store's root too, when
+    it is a group or the node: `_amend_above`), and of the node's own `.zmetadata`, the
+    documents in the store read in one request; a document amend changes is read again and
+    written under its key's lock, so a concurrent update is not lost."""
     parts = path.split("/") if path else []
     ancestors = ["/".join(parts[:i]) for i in range(len(parts))]
     keys = [(a, formats.key(a, n)) for a in ancestors for n in (V3_METADATA_KEY, CONSOLIDATED_KEY)]
     keys.append((path, formats.key(path, CONSOLIDATED_KEY)))
-    for (ancestor, key), raw in zip(keys, store.get_many([(k, None) for _, k in keys]),
-                                    strict=True):
-        rel = path[len(ancestor):].lstrip("/")
-        if raw is not None and _amended(key, raw, rel, amend) is not None:
-            with store.lock(key):
-                doc = _amended(key, store.get(key), rel, amend)
-                if doc is not None:
-                    store.set(key, json_dumps(doc))
+    if path:  # whether the store's root is a group (the hierarchy may go on above it)
+        keys.append(("", formats.GROUP_KEY))
+    raws = store.get_many([(k, None) for _, k in keys])
+    for (ancestor, key), raw in zip(keys, raws, strict=True):
+        if key != formats.GROUP_KEY:
+            _amend_document(store, key, raw, path[len(ancestor):].lstrip("/"), amend)
+    if not path or raws[0] is not None or raws[-1] is not None:
+        _amend_above(store, path, amend)
+
+
+def _amend_document(store: KvStore, key: str, raw: Any, rel: str,
+                    amend: Callable[[dict[str, Any], str, str], bool]) -> None:
+    """Amend the consolidated records of the document `raw` read at `key`, if it has some."""
+    if raw is not None and _amended(key, raw, rel, amend) is not None:
+        with store.lock(key):
+            doc = _amended(key, store.get(key), rel, amend)
+            if doc is not None:
+                store.set(key, json_dumps(doc))
+
+
+#: A group's documents at the root of a store: one holding consolidated records (v3, v2), or
+#: none but a group all the same (v2), through which the hierarchy goes on up.
+_ROOT_DOCUMENTS = (V3_METADATA_KEY, CONSOLIDATED_KEY, formats.GROUP_KEY)
+
+
+def _amend_above(store: KvStore, path: str,
+                 amend: Callable[[dict[str, Any], str, str], bool]) -> None:
+    """`_amend_consolidated` for the groups above the store's root (a node opened by its own
+    path, `zarrkit.open("data.zarr/sub/a")`, below a consolidated "data.zarr"): level by level
+    up while each is a group, one request a level; a level that cannot be read ends it."""
+    above = store.parent()
+    while above is not None:
+        store, name = above
+        path = join(name, path) if path else name
+        try:
+            raws = store.get_many([(k, None) for k in _ROOT_DOCUMENTS])
+        except StoreError:
+            return  # not this writer's to see (permissions): no group it can amend
+        if raws[0] is None and raws[2] is None:
+            return  # no group: the hierarchy ends below
+        for key, raw in zip(_ROOT_DOCUMENTS[:2], raws, strict=False):
+            _amend_document(store, key, raw, path, amend)
+        above = store.parent()
 
 
 def _amended(key: str, raw: Any, rel: str,
@@ -455,15 +500,16 @@ def _subtree(store: KvStore, path: str, zarr_format: int) -> dict[str, NodeMetad
     """{path relative to `path`: metadata} of the node at `path` and every node below it."""
     nodes: dict[str, NodeMetadata] = {}
     level = [""]
-    while level:
+    while level:  # a level's documents in one request (a remote store: one round trip)
         below = []
-        for rel in level:
-            at = join(path, rel) if rel else path
-            found = formats.find(store, at, zarr_format, use_consolidated=False)
-            if found is None:
+        found = formats.find_many(store, [join(path, r) if r else path for r in level],
+                                  zarr_format, use_consolidated=False)
+        for rel, f in zip(level, found, strict=True):
+            if f is None:
                 continue
-            nodes[rel] = found.metadata
-            if not formats.is_array(found.metadata):
-                below += [join(rel, name) for name in store.list_dir(prefix_of(at))[1]]
+            nodes[rel] = f.metadata
+            if not formats.is_array(f.metadata):
+                below += [join(rel, name) for name in
+                          store.list_dir(prefix_of(join(path, rel) if rel else path))[1]]
         level = below
     return nodes

@@ -1361,6 +1361,18 @@ def inner_chunks_stored(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> int
     return sum(_run(arr, bounded(arr.copy_limit, count), shards, inline=len(shards) <= 1))
 
 
+def stored_keys(store: KvStore, keys: list[str]) -> list[str]:
+    """Those of `keys` that are stored, asked for on the pool as `stored_sizes`."""
+    found = run_all(store.exists, keys, io_width(store.io_concurrency))
+    return [k for k, there in zip(keys, found, strict=True) if there]
+
+
+def stored_sizes(store: KvStore, keys: list[str]) -> list[int]:
+    """The sizes of the stored `keys` (0 for one deleted since it was listed), asked for on
+    the pool: one request each on a network store, as many in flight as it wants."""
+    return run_all(lambda k: store.size(k) or 0, keys, io_width(store.io_concurrency))
+
+
 def _inner_chunks_decoded(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> int:
     """`inner_chunks_stored` of a chain that shards behind array->array codecs or before
     bytes->bytes ones: its shards are read whole, as the index may be compressed and its

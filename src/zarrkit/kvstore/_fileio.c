@@ -233,8 +233,19 @@ static int write_whole(int fd, const char *data, Py_ssize_t size)
     return 0;
 }
 
-/* The temp file `temp` in directory `dir_fd` made to hold `data`, then renamed over `name`;
- * 0 or -errno (the temp file removed again). */
+/* The permission bits of the regular file `name` in `dir_fd` that a write replaces, or -1 if
+ * there is none: a user's chmod survives the replacement, as an in-place rewrite keeps it (a new
+ * file gets 0666 less the umask, as open() gives). */
+static int kept_mode(int dir_fd, const char *name)
+{
+    struct stat st;
+    if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+        return -1;
+    return (int)(st.st_mode & 0777);
+}
+
+/* The temp file `temp` in directory `dir_fd` made to hold `data`, then renamed over `name`
+ * (with the mode of the file it replaces); 0 or -errno (the temp file removed again). */
 static int write_one(int dir_fd, const char *name, const char *temp, const char *data,
                      Py_ssize_t size, int sync)
 {
@@ -244,7 +255,11 @@ static int write_one(int dir_fd, const char *name, const char *temp, const char 
     } while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return -errno;
-    err = write_whole(fd, data, size);
+    int mode = kept_mode(dir_fd, name);
+    if (mode >= 0 && fchmod(fd, (mode_t)mode) < 0)
+        err = -errno;
+    if (err == 0)
+        err = write_whole(fd, data, size);
     if (err == 0 && sync && fsync(fd) < 0)
         err = -errno;
     if (close(fd) < 0 && err == 0 && errno != EINTR)

@@ -346,6 +346,20 @@ class KvStore(ABC):
     def to_json(self) -> dict[str, Any]:
         """A TensorStore-style kvstore spec, e.g. {"driver": "file", "path": "/data/"}."""
 
+    def parent(self) -> tuple[KvStore, str] | None:
+        """(a store rooted one level above this store's root, the name of this root there), or
+        None where there is no such level. A node opened by its own path (the store's root)
+        keeps the consolidated metadata of the groups above it up to date through it. Made
+        once per store: its locks then exclude each other's across uses."""
+        try:
+            return self.__dict__["_parent"]
+        except KeyError:  # two threads may make one each: both use the one kept
+            return self.__dict__.setdefault("_parent", self._make_parent())
+
+    def _make_parent(self) -> tuple[KvStore, str] | None:
+        """`parent()`'s store, made anew: none by default (a store with no location above)."""
+        return None
+
     def close(self) -> None:
         """Release resources (flush a zip file, ...). The default does nothing."""
         return None  # deliberately not abstract: most stores hold nothing to release

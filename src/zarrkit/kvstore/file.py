@@ -4,7 +4,9 @@ Key "a/b/c" is the file `<root>/a/b/c`. Design points:
 
 * Writes are atomic: the value goes to a temp file `.<name>.<random>.partial` in the target's
   directory, which then replaces the target with `os.replace`, so readers see the old or the new
-  value, never a mix. fsync is off by default (it costs milliseconds per chunk); `fsync=True`
+  value, never a mix. The new file gets the replaced file's permission bits (a user's chmod
+  survives, as an in-place rewrite keeps it), a new key 0666 less the umask (as `open` gives).
+  fsync is off by default (it costs milliseconds per chunk); `fsync=True`
   syncs the file and its directory before returning. A writer killed mid-write leaves its temp
   file (hidden from listings) for `remove_temp_files` to delete.
 * Every operation validates its key, and refuses (InvalidKeyError) a key that resolves through a
@@ -146,6 +148,16 @@ def _write_all(fd: int, value: Buffer) -> None:
     view = memoryview(view)  # slicing a view does not copy
     while done < size:
         done += os.write(fd, view[done:done + MAX_IO])
+
+
+def _kept_mode(dir_fd: int, name: str) -> int | None:
+    """The permission bits of the regular file `name` a write replaces (None if there is none),
+    for the new file to keep (see the module docstring; `_fileio.c` does the same)."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) & 0o777 if stat.S_ISREG(st.st_mode) else None
 
 
 def _unlink_quietly(name: str, dir_fd: int) -> None:
@@ -647,6 +659,9 @@ class FileStore(KvStore):
                 _new_temp_tag()  # a dead writer's temp file of the same name: draw another
         try:
             try:
+                mode = _kept_mode(dir_fd, name)
+                if mode is not None:
+                    os.fchmod(fd, mode)
                 _write_all(fd, value)
                 if self.fsync:
                     os.fsync(fd)
@@ -932,6 +947,12 @@ class FileStore(KvStore):
     # -- description -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {"driver": "file", "path": self._base}
+
+    def _make_parent(self) -> tuple[FileStore, str] | None:
+        """The directory holding the root (by its path, links not resolved: a hierarchy's
+        layout is its paths'), or None at the file system's root."""
+        up, name = os.path.split(self.root.rstrip("/"))
+        return (FileStore(up, self.read_only, fsync=self.fsync), name) if name else None
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""

@@ -127,6 +127,11 @@ class FsspecStore(_BatchReads):
     def __reduce__(self) -> tuple[Any, ...]:
         return FsspecStore, (self.fs, self.root, self.read_only)
 
+    def _make_parent(self) -> tuple[FsspecStore, str] | None:
+        """The folder one level up on the same file system; None at its top (a bucket)."""
+        up, _, name = self.root.rpartition("/")
+        return (FsspecStore(self.fs, up, self.read_only), name) if up and name else None
+
     def _path(self, key: str) -> str:
         validate_key(key)
         return f"{self.root}/{key}" if self.root else key

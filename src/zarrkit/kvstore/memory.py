@@ -6,8 +6,9 @@ process see the same data. Named stores live until `MemoryStore.discard("x")`.
 
 Spec JSON follows TensorStore's shape: a named store is `{"driver": "memory", "path": "x/"}`
 (the first path segment is the registry name), an anonymous one is `{"driver": "memory"}`
-(opening that gives a fresh, empty store, or with a spec layer context that context's store,
-as in TensorStore).
+(opening that gives a fresh, empty store). The spec layer (`zarrkit.open({"driver": "zarr3",
+...})`) follows TensorStore instead: every memory spec, named or not, opens its context's
+`memory_key_value_store`, its path a path in that store (see docs/architecture.md).
 """
 
 from __future__ import annotations

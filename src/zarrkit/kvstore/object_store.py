@@ -38,7 +38,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -662,6 +662,15 @@ class ObjectStore(KvStore):
         if loc.kind == "s3":
             spec.update(_s3_members(loc.options.config))
         return spec
+
+    def _make_parent(self) -> tuple[ObjectStore, str] | None:
+        """The prefix one level up, with this store's options; None at the bucket's root, for
+        plain HTTP (read-only) and for a client made elsewhere (its settings are its own)."""
+        loc = self.location
+        if not loc.prefix or loc.kind == "http" or self._given is not None:
+            return None
+        up, _, name = loc.prefix.rpartition("/")
+        return ObjectStore(replace(loc, prefix=up), read_only=self.read_only), name
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""

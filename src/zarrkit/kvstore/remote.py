@@ -56,11 +56,16 @@ def _storage(spec: Mapping[str, Any], options: OpenOptions) -> dict[str, Any]:
             raise SpecError(f"storage_options must be a dict, got {type(given).__name__} "
                             f"{given!r}")
         merged.update(given or {})
-    for name in ("s3_request_retries", "gcs_request_retries", "http_request_retries"):
-        retries = resolve_resource(spec, name, {}) if name in spec else {}
-        if isinstance(retries, Mapping) and "max_retries" in retries:  # storage_options win
-            merged.setdefault("max_retries", retries["max_retries"])
+    name = _RETRIES.get(spec.get("driver"))
+    # As in TensorStore, a spec without the member uses its context's resource, if defined.
+    retries = resolve_resource(spec, name, {}, options.context) if name else {}
+    if isinstance(retries, Mapping) and "max_retries" in retries:  # storage_options win
+        merged.setdefault("max_retries", retries["max_retries"])
     return merged
+
+
+_RETRIES = {"s3": "s3_request_retries", "gcs": "gcs_request_retries", "gs": "gcs_request_retries",
+            "http": "http_request_retries", "https": "http_request_retries"}
 
 
 def _bucket_url(scheme: str, driver: str, body: str, url: str) -> Spec:
@@ -142,9 +147,9 @@ def _check_s3(spec: Spec) -> None:
                    "with that type's members")
 
 
-def _aws_credentials(spec: Spec) -> dict[str, Any]:
-    """The aws_credentials object (a reference looked up in the spec's own context)."""
-    creds = resolve_resource(spec, "aws_credentials", {})
+def _aws_credentials(spec: Spec, options: OpenOptions) -> dict[str, Any]:
+    """The aws_credentials object (a reference looked up in the spec's contexts)."""
+    creds = resolve_resource(spec, "aws_credentials", {}, options.context)
     if creds and not _valid_aws_credentials(creds):
         raise SpecError(f"kvstore spec {spec!r}: invalid aws_credentials {creds!r}")
     return creds
@@ -159,7 +164,7 @@ def _s3_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
         _default(storage, ("region", "region_name", "aws_region"), spec["aws_region"])
     if spec.get("requester_pays"):
         storage.setdefault("requester_pays", True)
-    creds = _aws_credentials(spec)
+    creds = _aws_credentials(spec, options)
     if creds.get("type") == "anonymous":
         storage.setdefault("anon", True)
     elif creds.get("type") in ("ecs", "imds"):  # the role of the container or instance

@@ -30,6 +30,7 @@ from . import foreign
 from .base import KvStore, validate_key
 from .file import FileStore
 from .memory import MemoryStore
+from .resources import KvStoreContext, is_reference, resolve_member
 from .zip import ZipStore
 
 Spec = dict[str, Any]
@@ -49,6 +50,9 @@ class OpenOptions:
     #: Remote stores' options (credentials, endpoint, ...) as fsspec users write them; local
     #: drivers ignore them.
     storage_options: Mapping[str, Any] | None = None
+    #: The enclosing context (the spec layer's): where references the spec's members make
+    #: are looked up after its own `context`, and its memory store. None: the native API.
+    context: KvStoreContext | None = None
 
 
 @dataclass(frozen=True)
@@ -164,33 +168,17 @@ def check_resource(spec: Spec, name: str, valid: Callable[[Any], bool], expected
     if name not in spec:
         return
     value = spec[name]
-    if isinstance(value, str) and value.split("#", 1)[0] == name:
+    if is_reference(value, name):
         return
     if not valid(value):
         raise SpecError(f"kvstore spec {spec!r}: {name!r} must be {expected} or a reference to "
                         f"a {name} resource, got {value!r}")
 
 
-def resolve_resource(spec: Spec, name: str, default: Any) -> Any:
-    """A resource member's value: inline, or a reference looked up (aliases followed) in the
-    spec's own `context` (where the spec layer adds the enclosing spec's context), in which
-    an undefined bare name is the default."""
-    value = spec.get(name, name)
-    context = spec.get("context")
-    context = context if isinstance(context, dict) else {}
-    seen = set()
-    while isinstance(value, str):
-        if value in seen or value.split("#", 1)[0] != name:
-            raise SpecError(f"kvstore spec {spec!r}: {value!r} is not a {name} resource")
-        seen.add(value)
-        if value in context:
-            value = context[value]
-        elif "#" in value:
-            raise SpecError(f"kvstore spec {spec!r}: context resource {value!r} is not defined "
-                            "in its 'context'")
-        else:
-            return default
-    return value
+def resolve_resource(spec: Spec, name: str, default: Any,
+                     context: KvStoreContext | None = None) -> Any:
+    """A resource member's value (see `resources.resolve_member`)."""
+    return resolve_member(spec, name, default, context)
 
 
 def _mode_object(*modes: str) -> Callable[[Any], bool]:
@@ -220,7 +208,7 @@ def _file_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
     path = _spec_path(spec, spec)
     if not path:
         raise SpecError(f"kvstore spec {spec!r}: 'path' is required for the file driver")
-    fsync = resolve_resource(spec, "file_io_sync", False)
+    fsync = resolve_resource(spec, "file_io_sync", False, options.context)
     if not isinstance(fsync, bool):
         raise SpecError(f"kvstore spec {spec!r}: file_io_sync must be true or false, got "
                         f"{fsync!r}")
@@ -237,9 +225,17 @@ def _memory_to_url(spec: Spec) -> str:
     return "memory://" + quote(_spec_path(spec, spec), safe=_SAFE)
 
 
+def _check_memory(spec: Spec) -> None:
+    # atomic=false only lets TensorStore's transactions write non-atomically: ours always are.
+    if not isinstance(spec.get("atomic", True), bool):
+        raise SpecError(f"kvstore spec {spec!r}: 'atomic' must be true or false")
+
+
 def _memory_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
-    # The first path segment names a process-wide store; no name means a fresh private store.
     path = _clean_path(_spec_path(spec, spec), spec)
+    if options.context is not None and options.context.memory is not None:
+        return options.context.memory.handle(options.read_only), path  # TensorStore's rule
+    # Natively the first path segment names a process-wide store; none: a new private store.
     name, _, rest = path.partition("/")
     if not name:
         return MemoryStore(options.read_only), ""
@@ -312,7 +308,8 @@ for _driver in (
                                      "file_io_locking", "file_io_mode", "file_io_retries"}),
                   check=_check_file),
     KvStoreDriver("memory", _memory_open, _memory_from_url, _memory_to_url,
-                  members=frozenset({"path", "context", "memory_key_value_store", "atomic"})),
+                  members=frozenset({"path", "context", "memory_key_value_store", "atomic"}),
+                  check=_check_memory),
     KvStoreDriver("zip", _zip_open, _zip_from_url, _zip_to_url, adapter=True,
                   members=frozenset({"path", "base", "context", "cache_pool",
                                      "data_copy_concurrency"}), check=_check_zip),
@@ -416,6 +413,9 @@ def _check_spec(spec: Mapping[str, Any]) -> Spec:
     if extra:
         raise SpecError(f"kvstore spec for driver {name!r} has unknown members {sorted(extra)}")
     _spec_path(spec, dict(spec))
+    if not isinstance(spec.get("context", {}), Mapping):  # as TensorStore refuses it
+        raise SpecError(f"kvstore spec {dict(spec)!r}: 'context' must be an object, got "
+                        f"{spec['context']!r}")
     if driver.check is not None:
         driver.check(dict(spec))
     return dict(spec)
@@ -425,9 +425,9 @@ def fold_node_path(kvstore: Any, path: Any, fold: bool = True) -> tuple[Any, str
     """A zarr driver spec's `kvstore` and `path` members as TensorStore normalizes them: a URL
     becomes its spec, `path` is appended to the kvstore's path, which then ends in "/" (a
     node is a directory). Returns the kvstore and the path left apart: all of it for what is
-    no TensorStore spec (a local path, a store object) and for a memory store without a name,
-    whose path's first segment would name a shared store instead. `fold=False` checks and
-    converts the same way but leaves `path` apart (the node keeps its name in the store)."""
+    no TensorStore spec (a local path, a store object). (A memory kvstore's path folds too: the
+    spec layer opens its context's store, the path a path in it, as TensorStore.) `fold=False`
+    checks and converts the same way but leaves `path` apart (the node keeps its name)."""
     if not isinstance(path, str):
         raise SpecError(f"spec.path: expected a string, got {path!r}")
     if isinstance(kvstore, str) and _looks_like_url(kvstore):
@@ -440,7 +440,7 @@ def fold_node_path(kvstore: Any, path: Any, fold: bool = True) -> tuple[Any, str
     if isinstance(base, str) and _looks_like_url(base):  # a local path stays as given
         kvstore["base"] = parse_kvstore_url(base)
     own = kvstore.get("path", "")
-    if not fold or kvstore["driver"] == "memory" and not own.strip("/") and path.strip("/"):
+    if not fold:
         return kvstore, path
     joined = _join(own, path.lstrip("/"))
     if joined:
@@ -468,13 +468,15 @@ def open_kvstore(
     read_only: bool = False,
     mode: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    context: KvStoreContext | None = None,
 ) -> tuple[KvStore, str]:
     """Open a store; returns it and the path within it ("" or "a/b", no slashes at the ends).
 
     `mode` ("r", "r+", "a", "w", "w-") only decides read-only vs writable, and for a zip archive
     opened at its root whether "w" starts a new archive (replacing the old one on close);
     node-level semantics (what "w" or "w-" do to existing nodes) belong to the caller. A
-    `KvStore` instance is returned as it is, whatever `read_only` and `mode` say.
+    `KvStore` instance is returned as it is, whatever `read_only` and `mode` say. `context`:
+    the spec layer's, for TensorStore's semantics (see `KvStoreContext`).
     """
     if isinstance(where, KvStore):
         return where, ""
@@ -482,8 +484,8 @@ def open_kvstore(
     adapted = foreign.adapt(where, options.read_only)  # a dict, an FSMap, zarr-python's stores
     if adapted is not None:
         return adapted
-    if storage_options:
-        options = dataclasses.replace(options, storage_options=storage_options)
+    options = dataclasses.replace(options, storage_options=storage_options or None,
+                                  context=context)
     spec = normalize_kvstore_spec(where)
     store, path = get_kvstore_driver(spec["driver"]).open(spec, options)
     return store, path

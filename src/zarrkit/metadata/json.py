@@ -2,9 +2,10 @@
 
 Python's json module accepts and writes the bare literals NaN/Infinity/-Infinity, which are not
 JSON (RFC 8259): strict readers (TensorStore, JavaScript's) refuse a document holding one, so
-zarrkit never writes a new one (fill values spell special floats as strings). zarr-python does
-write them in attributes: such documents are read, the literals kept as `JsonConstant`s, which
-are written back as they were when the document is rewritten (a resize, another attribute).
+zarrkit writes them nowhere but in user attributes (fill values spell special floats as strings).
+There zarr-python (2.x and 3.x, both formats) writes NaN as a bare literal and reads only that
+back as a float (the string "NaN" stays a string), so zarrkit does the same: such values become
+`JsonConstant`s (as read from a stored document), the only non-finite floats `json_dumps` writes.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ Buffer = bytes | bytearray | memoryview
 
 
 class JsonConstant(float):
-    """A bare NaN/Infinity/-Infinity read from a stored document: a float, written back as read."""
+    """A bare NaN/Infinity/-Infinity of user attributes (read from a stored document or given
+    by the user): a float, written back as a bare literal."""
 
     __slots__ = ()
 
@@ -56,13 +58,19 @@ def json_loads(data: Buffer | str, *, what: str) -> Any:
 def _to_builtin(obj: Any) -> Any:
     # numpy scalars and arrays show up in user attributes; write them as the equivalent JSON.
     if isinstance(obj, np.generic | np.ndarray):
-        return obj.tolist()
+        if obj.dtype.kind in "biufUO":
+            return obj.tolist()
+        # Not datetime.date, complex or bytes (which tolist gives): the numpy type the user gave.
+        kind = obj.dtype if isinstance(obj, np.generic) else f"array of {obj.dtype}"
+        raise TypeError(f"numpy {kind} is not JSON serializable")
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
-def json_dumps(obj: Any, *, what: str = "metadata document") -> bytes:
-    """Serialize to UTF-8 JSON with indent=2; raises MetadataError rather than write invalid JSON."""
-    kwargs: dict[str, Any] = {"indent": 2, "allow_nan": False, "default": _to_builtin}
+def json_dumps(obj: Any, *, what: str = "metadata document", constants: bool = False) -> bytes:
+    """Serialize to UTF-8 JSON with indent=2; raises MetadataError rather than write invalid JSON
+    (NaN and the infinities are written as bare literals only if `constants` or if they are
+    `JsonConstant`s)."""
+    kwargs: dict[str, Any] = {"indent": 2, "allow_nan": constants, "default": _to_builtin}
     try:
         text = json.dumps(obj, ensure_ascii=False, **kwargs)
     except ValueError as e:
@@ -121,13 +129,14 @@ def storable_attributes(value: Any, where: str) -> dict[str, Any]:
                                 "(JSON object keys are strings)")
     attributes = dict(value)
     try:
-        text = json_dumps(attributes)
+        text = json_dumps(attributes, constants=True)
     except MetadataError:
         for key, item in attributes.items():
-            json_dumps(item, what=f"{where}: attributes: {key!r}")
+            json_dumps(item, what=f"{where}: attributes: {key!r}", constants=True)
         raise
     try:
-        # As a reader sees them (numpy values as lists, tuples as lists), the same as reopened.
+        # As a reader sees them (numpy values as lists, tuples as lists, NaN as a JsonConstant),
+        # the same as reopened.
         return json_loads(text, what=where)
     except MetadataError:  # only a duplicate member can fail here: say which attribute
         for key, item in attributes.items():

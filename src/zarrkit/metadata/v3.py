@@ -90,7 +90,8 @@ def _parse_shape(value: Any, where: str) -> tuple[int, ...]:
 
 
 def _parse_attributes(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+    # Keys are checked by `storable_attributes`, which names the key at fault.
+    if not isinstance(value, Mapping):
         raise MetadataError(f"{where}: attributes: expected an object, got {describe(value)}")
     return dict(value)
 

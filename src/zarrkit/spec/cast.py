@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CastOverflowError, DataTypeError, ReadOnlyError, SpecError
+from ..errors import CastOverflowError, CastTypeError, DataTypeError, ReadOnlyError, SpecError
 from ..metadata.data_type import DataType
 from .schema import Schema, dtype_name, json_dtype, with_json_fill
 from .spec import Spec
@@ -63,6 +63,15 @@ def _cast_name(dtype: Any, where: str) -> str:
         raise SpecError(f"{where}: casting to {name!r} is not supported (zarrkit has no "
                         "json arrays)")
     return name
+
+
+def _dtype_argument(dtype: Any) -> str:
+    """`_cast_name` of a Python argument: as TensorStore's, what is no data type at all
+    (None, a number, an array) is a TypeError."""
+    if not isinstance(dtype, str | np.dtype | type):
+        raise CastTypeError(f"cast: dtype: expected a data type (a name, numpy dtype or "
+                            f"type), got {type(dtype).__name__} {dtype!r}")
+    return _cast_name(dtype, "cast: dtype")
 
 
 def _as_text(data: np.ndarray, source: str, target: str) -> np.ndarray:
@@ -215,7 +224,7 @@ def cast_view(store: Any, dtype: Any, *, read: bool | None = None,
               write: bool | None = None) -> View:
     """`store` (an Array or View) with its elements converted to `dtype`; `read`/`write`
     True demand that direction (SpecError if the pair cannot convert that way)."""
-    name = _cast_name(dtype, "cast: dtype")
+    name = _dtype_argument(dtype)
     view = store if isinstance(store, View) else store.view
     chain = view.conversion or Cast((_base_name(view.base),), True,
                                     not getattr(view.base, "read_only", False))
@@ -239,7 +248,7 @@ def cast(store: Any, dtype: Any) -> Any:
     `dtype` and are converted back on write; a `Spec` gives the cast spec around it."""
     if isinstance(store, Spec | dict):
         json = store.to_json() if isinstance(store, Spec) else copy.deepcopy(store)
-        return Spec({"driver": "cast", "dtype": _cast_name(dtype, "cast: dtype"), "base": json})
+        return Spec({"driver": "cast", "dtype": _dtype_argument(dtype), "base": json})
     if not isinstance(store, View) and not isinstance(getattr(store, "view", None), View):
         raise SpecError(f"cast: expected an array, view or spec, got {type(store).__name__}")
     return cast_view(store, dtype)

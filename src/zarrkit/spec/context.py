@@ -16,17 +16,22 @@ from typing import Any
 from ..engine.cache import ChunkCache
 from ..errors import SpecError
 from ..kvstore.memory import MemoryStore
+from ..kvstore.resources import DEFAULT, KvStoreContext, check_alias, follow
 from ..kvstore.url import valid_concurrency
 from .metadata_cache import MetadataCache
 
-_CONCURRENCY = ("data_copy_concurrency", "file_io_concurrency")
-# Resources a spec may configure that change nothing here (they tune TensorStore's own I/O).
+_CONCURRENCY = ("data_copy_concurrency", "file_io_concurrency", "s3_request_concurrency",
+                "gcs_request_concurrency", "http_request_concurrency")
+# Resources with no object here: the kvstore drivers read their JSON (file_io_sync, retries,
+# aws_credentials), or they change nothing in zarrkit (TensorStore's own I/O tuning).
 _PASSIVE = ("file_io_sync", "file_io_locking", "file_io_mode", "file_io_retries",
-            "ocdbt_coordinator", "http_request_concurrency",
-            "http_request_retries", "experimental_gcs_rate_limiter", "gcs_request_concurrency",
-            "gcs_user_project", "gcs_request_retries", "s3_request_concurrency",
-            "s3_request_retries", "experimental_s3_rate_limiter", "aws_credentials")
+            "ocdbt_coordinator", "http_request_retries", "experimental_gcs_rate_limiter",
+            "gcs_user_project", "gcs_request_retries", "s3_request_retries",
+            "experimental_s3_rate_limiter", "aws_credentials")
 _MEMORY = "memory_key_value_store"
+# What a spec's kvstore gets for resources its contexts leave undefined, where TensorStore's
+# default is not the native API's (which does not fsync: it costs milliseconds per chunk).
+_TENSORSTORE_DEFAULTS = {"file_io_sync": True}
 _KINDS = ("cache_pool", *_CONCURRENCY, _MEMORY, *_PASSIVE)
 
 
@@ -134,10 +139,13 @@ class Context:
             raise SpecError(f"context: expected an object, got {json!r}")
         for name, value in json.items():
             kind = _kind(name, "context")
+            if isinstance(value, str):  # an alias: refused at once if of another kind
+                check_alias(name, value, "context")
             _make(kind, value if not isinstance(value, str) else None, f"context.{name}")
         self._json = copy.deepcopy(json)
         self._parent = parent
         self._resources: dict[str, Any] = {}
+        self._inline: dict[str, Any] = {}  # see `bound`
         self._lock = threading.Lock()
 
     @property
@@ -147,45 +155,67 @@ class Context:
     def to_json(self) -> dict[str, Any]:
         return copy.deepcopy(self._json)
 
-    def flat_json(self) -> dict[str, Any]:
-        """This context's entries over its parents': a spec retaining the context then still
-        finds the resources its entries refer to in the parents."""
-        parent = self._parent.flat_json() if self._parent is not None else {}
-        return {**parent, **self.to_json()}
-
     def resource(self, ref: Any, kind: str, where: str = "context") -> Any:
         """The resource a spec member names: a reference string ("cache_pool#a"), an inline
         object (a new, unshared resource), or None (the default of that kind)."""
+        return self.bind(ref, kind, where)[1]
+
+    def bind(self, ref: Any, kind: str, where: str = "context") -> tuple[str | None, Any]:
+        """`resource`, with the name it has where it is defined (aliases followed; None for
+        an inline object): what a spec retaining the context names it."""
         if ref is None:
             ref = kind
         if isinstance(ref, str):
-            if _kind(ref, where) != kind:
-                raise SpecError(f"{where}: {ref!r} is not a {kind} resource")
-            return self._named(ref, where, set())
-        return _make(kind, ref, where)
+            _kind(ref, where)  # an unknown kind is named as such, not as another kind
+            level, name, json = follow(ref, kind, self.scopes(), where)
+            json = None if json is DEFAULT else json
+            return name, self._ancestor(level)._shared(name, kind, json)
+        kept = self._inline.get(kind)
+        if kept is not None and _make(kind, ref, where).to_json() == kept.to_json():
+            return None, kept
+        return None, _make(kind, ref, where)
 
-    def _named(self, name: str, where: str, seen: set[str]) -> Any:
-        if name in seen:
-            raise SpecError(f"{where}: context resource {name!r} refers to itself")
+    @classmethod
+    def bound(cls, resources: dict[str, Any], inline: dict[str, Any]) -> Context:
+        """A context defining each name as its resource's JSON and holding those very
+        resources, and the `inline` ones by kind: a retained spec object reopens with the
+        resources its array was opened with."""
+        context = cls({name: resource.to_json() for name, resource in resources.items()})
+        context._resources.update(resources)
+        context._inline = dict(inline)
+        return context
+
+    def scopes(self) -> tuple[dict[str, Any], ...]:
+        """The JSON of this context and of its parents, innermost first: where references
+        are resolved (by the kvstore drivers too, for their members)."""
+        chain = []
+        context: Context | None = self
+        while context is not None:
+            chain.append(context._json)
+            context = context._parent
+        return tuple(chain)
+
+    def for_kvstore(self, memory: MemoryStore | None = None) -> KvStoreContext:
+        """What a kvstore spec opened in this context sees: its scopes, TensorStore's defaults
+        where the native API has others (a file store fsyncs unless told not to), and the
+        memory store it opens if it is a memory spec."""
+        return KvStoreContext(self.scopes(), _TENSORSTORE_DEFAULTS, memory)
+
+    def _ancestor(self, level: int) -> Context:
+        """The context `level` parents up (the root for a default, which is found nowhere)."""
+        context = self
+        while level and context._parent is not None:
+            context, level = context._parent, level - 1
+        return context
+
+    def _shared(self, name: str, kind: str, json: Any) -> Any:
+        """The resource this context defines as `name` (its default if `json` is None), made
+        once: every reference to it gets the same object."""
         with self._lock:
             found = self._resources.get(name)
         if found is not None:
             return found
-        if name in self._json:
-            value = self._json[name]
-            if isinstance(value, str):  # an alias of another resource, of the same kind
-                if _kind(value, where) != _kind(name, where):
-                    raise SpecError(f"{where}: context resource {name!r} refers to {value!r}, "
-                                    "a resource of another kind")
-                resource = self._named(value, where, seen | {name})
-            else:
-                resource = _make(_kind(name, where), value, f"context.{name}")
-        elif self._parent is not None:
-            resource = self._parent._named(name, where, seen)
-        elif "#" in name:  # only a kind's bare name has a default; an "#id" must be defined
-            raise SpecError(f"{where}: context resource {name!r} is not defined")
-        else:
-            resource = _make(_kind(name, where), None, f"context.{name}")
+        resource = _make(kind, json, f"context.{name}")
         with self._lock:
             return self._resources.setdefault(name, resource)
 

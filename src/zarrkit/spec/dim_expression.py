@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SelectionError
+from ..errors import SelectionError, SelectionTypeError, SelectionValueError
 from .transform import (
     INF,
     INF_MAX,
@@ -44,6 +44,7 @@ from .transform import (
     _slice_dim,
     arrays_adjacent,
     as_broadcast,
+    certainly_empty,
 )
 
 # -- the dimension selection ------------------------------------------------------------------
@@ -338,9 +339,11 @@ def _label(labels: Any, transform: IndexTransform, dims: list[int]) -> IndexTran
     if isinstance(labels, str) or not isinstance(labels, Sequence | np.ndarray):
         labels = [labels]  # one label (transform.label refuses one that is not a string)
     labels = list(labels)
-    if len(labels) != len(dims):
-        raise SelectionError(f"label: {len(labels)} label(s) for {len(dims)} selected "
-                             "dimension(s)")
+    if not all(isinstance(x, str) for x in labels):
+        raise SelectionTypeError(f"label: expected strings, got {labels!r}")
+    if len(labels) != len(dims):  # TensorStore: a ValueError, a TypeError above
+        raise SelectionValueError(f"label: {len(labels)} label(s) for {len(dims)} selected "
+                                  "dimension(s)")
     full = list(transform.domain.labels)
     for j, label in zip(dims, labels, strict=True):
         full[j] = label
@@ -409,23 +412,31 @@ def _mark_implicit(value: Any, transform: IndexTransform, dims: list[int]) -> In
     stepped = isinstance(value, slice) and value.step is not None
     for v in (lower, upper):
         if stepped or v is not None and not isinstance(v, bool | int | np.bool_):
-            raise SelectionError(f"mark_bounds_implicit: expected True, False or None (or a "
-                                 f"slice of them), got {value!r}")
+            raise SelectionTypeError(f"mark_bounds_implicit: expected True, False or None (or "
+                                     f"a slice of them), got {value!r}")
     d = transform.domain
+    # Over a domain empty between explicit bounds TensorStore's index arrays are constants,
+    # so it allows this; zarrkit keeps them, and reading refuses one that no longer covers
+    # a dimension whose implicit bounds grew.
+    pinned = not certainly_empty(d)
     flags = [list(d.implicit_lower_bounds), list(d.implicit_upper_bounds)]
     for j in dims:
         for side, v in zip(flags, (lower, upper), strict=True):
             side[j] = side[j] if v is None else bool(v)
-        if (flags[0][j] or flags[1][j]) and _read_by_array(transform, j):
-            raise SelectionError(f"mark_bounds_implicit: dimension {j} is read by an index "
-                                 "array, so its bounds cannot be implicit")
+        if pinned and (flags[0][j] or flags[1][j]) and _read_by_array(transform, j):
+            raise SelectionValueError(f"mark_bounds_implicit: dimension {j} is read by an "
+                                      "index array, so its bounds cannot be implicit")
     domain = replace(d, implicit_lower_bounds=tuple(flags[0]),
                      implicit_upper_bounds=tuple(flags[1]))
     return IndexTransform(domain, transform.output)
 
 
 def _read_by_array(transform: IndexTransform, j: int) -> bool:
-    return any(m.method == "array" and m.index_array.shape[j] > 1 for m in transform.output)
+    """An index array varies along j; a one-valued one (left by a diagonal) reads the
+    dimensions of extent 1, as TensorStore's keeps the diagonal's stride."""
+    extent = transform.domain.shape[j]
+    return any(m.method == "array" and (m.index_array.shape[j] > 1 or m.index_array.size == 1
+                                        and extent == 1) for m in transform.output)
 
 
 def _diagonal(transform: IndexTransform, dims: list[int]) -> IndexTransform:
@@ -443,7 +454,7 @@ def _diagonal(transform: IndexTransform, dims: list[int]) -> IndexTransform:
     domain = IndexDomain(*(tuple(x[i] for x in parts) for i in range(5)))
     output = tuple(OutputIndexMap(0, 1, 0 if j in dims else 1 + rest.index(j))
                    for j in range(d.rank))
-    return transform.compose(IndexTransform(domain, output))
+    return transform.compose(IndexTransform(domain, output), keep_arrays=True)
 
 
 # -- the expression ---------------------------------------------------------------------------

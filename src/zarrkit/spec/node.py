@@ -8,7 +8,6 @@ revalidation bounds.
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 from dataclasses import dataclass, field, replace
@@ -25,7 +24,7 @@ from .context import CachePool, Context
 from .metadata_cache import SharedMetadata
 from .schema import CodecSpec, Schema, dtype_name
 from .spec import Spec
-from .transform import IndexDomain, IndexTransform
+from .transform import IndexDomain, IndexTransform, spec_transform
 from .units import Units
 from .view import View
 from .zarr3 import chunk_layout_of, codec_of, domain_of, dtype_of, schema_of, units_of
@@ -57,9 +56,9 @@ class OpenState:
     #: Bounds on concurrent codec/copy tasks and file I/O (semaphores); None: unbounded.
     copy_limit: Any = None
     io_limit: Any = None
-    #: The spec's own resource members ("cache_pool": "cache_pool#a" or an inline object):
-    #: a spec retaining the context must name the same resources, or it reopens without them.
-    resources: dict[str, Any] = field(default_factory=dict)
+    #: The resources in use by kind: (the name defining it, None if inline; the resource),
+    #: which a spec retaining the context names (the kvstore's under their kind's name).
+    bound: dict[str, tuple[str | None, Any]] = field(default_factory=dict)
     #: False: reads of chunks not stored raise ChunkNotFoundError instead of filling them in.
     fill_missing_data_reads: bool = True
     #: The cache pool's entry for this array (None with assume_metadata), and the entry's
@@ -128,10 +127,7 @@ def decoding_identity(md: Any) -> str:
 
 
 def location_json(store: Any, path: str) -> dict[str, Any]:
-    """The `kvstore` (and `path`) members naming the node at `path` in `store`."""
-    if isinstance(store, MemoryStore) and store.name is None and path:
-        # In kvstore.path the first segment would name a shared memory store: not this one.
-        return {"kvstore": store.to_json(), "path": path}
+    """The `kvstore` member naming the node at `path` in `store`."""
     spec = kvstore_spec(store, path)
     if path:  # a node is a directory: TensorStore writes its path with a trailing slash
         spec["path"] = spec["path"].rstrip("/") + "/"
@@ -160,6 +156,25 @@ def spec_metadata(md: Any) -> dict[str, Any]:
     return {k: v for k, v in json.items() if k not in drop}
 
 
+def retained(json: dict[str, Any], bound: dict[str, tuple[str | None, Any]]) -> Context:
+    """Record in a spec's `json` the resources an array uses, as TensorStore's
+    retain_context: each named one defined in one flat `context` by its resolved JSON (no
+    aliases: an alias of the outer context could mean another resource there), inline ones
+    as their member. Returns the context holding these very resources."""
+    named, inline = {}, {}
+    for kind, (name, resource) in bound.items():
+        if name is None:
+            json[kind] = resource.to_json()
+            inline[kind] = resource
+        else:
+            named[name] = resource
+            if name != kind:
+                json[kind] = name
+    context = Context.bound(named, inline)
+    json["context"] = context.to_json()
+    return context
+
+
 class SpecNode:
     """TensorStore-style description, views, `spec()` and resizing for arrays."""
 
@@ -182,6 +197,11 @@ class SpecNode:
     @property
     def rank(self) -> int:
         return len(self._metadata.shape)
+
+    @property
+    def origin(self) -> tuple[int, ...]:
+        """The domain's inclusive lower bounds (all 0), as TensorStore's `origin`."""
+        return self.domain.origin
 
     @property
     def chunk_layout(self) -> ChunkLayout:
@@ -221,15 +241,19 @@ class SpecNode:
         state = self._open_state
         if state is not None:
             json.update(state.to_json())
-            if retain_context and state.context.flat_json():
-                json["context"] = state.context.flat_json()
             if retain_context:
-                json.update(copy.deepcopy(state.resources))
+                context = retained(json, state.bound)
+                if json["kvstore"].get("driver") == "file":  # as TensorStore: its resolved value
+                    json["kvstore"]["file_io_sync"] = bool(getattr(self.store, "fsync", True))
         if self.write_empty_chunks:  # both drivers record it
             json["store_data_equal_to_fill_value"] = True
-        json["transform"] = (transform or IndexTransform.identity(self.domain)).to_json()
+        json["transform"] = spec_transform(
+            transform or IndexTransform.identity(self.domain)).to_json()
         json.update({k: v for k, v in modes.items() if v is not None})
-        return Spec(json)
+        spec = Spec(json)
+        if state is not None and retain_context:
+            spec._bound_context = context
+        return spec
 
     # -- views -----------------------------------------------------------------------------------
     @property
@@ -246,6 +270,14 @@ class SpecNode:
         return self.view.translate_by
 
     @property
+    def translate_backward_by(self) -> Any:
+        return self.view.translate_backward_by
+
+    @property
+    def mark_bounds_implicit(self) -> Any:
+        return self.view.mark_bounds_implicit
+
+    @property
     def label(self) -> Any:
         return self.view.label
 
@@ -255,6 +287,11 @@ class SpecNode:
 
     def transpose(self, axes: Any = None) -> View:
         return self.view.transpose(axes)
+
+    def astype(self, dtype: Any) -> View:
+        """A lazy view of the array converting its elements to `dtype` (TensorStore's
+        `astype`, zarr-python 2's `Array.astype`); see `zarrkit.cast`."""
+        return self.view.astype(dtype)
 
     def _before_view_io(self) -> None:
         if self._rechecks_metadata:
@@ -348,7 +385,7 @@ class SpecNode:
         state = self._open_state
         if state is None:
             return
-        other._open_state = replace(state, resources=dict(state.resources))
+        other._open_state = replace(state, bound=dict(state.bound))
         other._rechecks_metadata = self._rechecks_metadata
         other._set_metadata(other._metadata)  # rebuild the engine with the cache pool
 

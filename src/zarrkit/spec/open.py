@@ -86,33 +86,28 @@ def _mode(json: dict[str, Any], options: dict[str, Any]) -> _Mode:
     return mode
 
 
-def _location(json: dict[str, Any], read_only: bool, context: Context) -> tuple[Any, str]:
+def _location(json: dict[str, Any], read_only: bool, state: OpenState) -> tuple[Any, str]:
     kvstore, extra = fold_node_path(json["kvstore"], json.get("path", ""), fold=False)
-    if _unnamed_memory(kvstore):  # the context's store, as TensorStore's memory kvstore
-        if "context" in kvstore:
-            context = Context(kvstore["context"], parent=context)
-        shared = context.resource(kvstore.get("memory_key_value_store"),
-                                  "memory_key_value_store", "kvstore.memory_key_value_store")
-        store, base = shared.store.handle(read_only), ""
-    else:
-        store, base = open_kvstore(_with_context(kvstore, context), read_only=read_only)
+    memory = _context_memory(kvstore, state.context)
+    if memory is not None:  # a retained spec names it
+        state.bound["memory_key_value_store"] = ("memory_key_value_store", memory)
+    # Resources the kvstore refers to (file_io_sync, aws_credentials, ...) may be defined in
+    # the spec's and the open's contexts, as in TensorStore.
+    store, base = open_kvstore(kvstore, read_only=read_only, context=state.context.for_kvstore(
+        None if memory is None else memory.store))
     return store, normalize_path(storage.join(base, extra.strip("/")) if extra.strip("/")
                                  else base)
 
 
-def _with_context(kvstore: Any, context: Context) -> Any:
-    """The kvstore spec seeing the spec's (and the open's) context under its own, as in
-    TensorStore: resources it refers to (aws_credentials, file_io_sync, ...) may be there."""
-    outer = context.flat_json()
-    if not outer or not isinstance(kvstore, dict) or "driver" not in kvstore or not isinstance(
-            kvstore.get("context", {}), dict):  # no spec (a dict used as a store: kept as is)
-        return kvstore
-    return {**kvstore, "context": {**outer, **kvstore.get("context", {})}}
-
-
-def _unnamed_memory(kvstore: Any) -> bool:
-    return isinstance(kvstore, dict) and kvstore.get("driver") == "memory" and not str(
-        kvstore.get("path", "")).strip("/")
+def _context_memory(kvstore: Any, context: Context) -> Any:
+    """The store a memory kvstore spec opens: its context's memory_key_value_store, as in
+    TensorStore (whose path, named or not, is a path in it). None for other kvstores."""
+    if not isinstance(kvstore, dict) or kvstore.get("driver") != "memory":
+        return None
+    if "context" in kvstore:
+        context = Context(kvstore["context"], parent=context)
+    return context.resource(kvstore.get("memory_key_value_store"), "memory_key_value_store",
+                            "kvstore.memory_key_value_store")
 
 
 def _schema(json: dict[str, Any], options: dict[str, Any], transform: Any) -> Schema:
@@ -170,14 +165,16 @@ def _state(json: dict[str, Any], options: dict[str, Any], mode: _Mode) -> OpenSt
     for name in ("cache_pool", "data_copy_concurrency"):
         if name in json and json[name] is None:  # absent means the default; null is an error
             raise SpecError(f"{name}: expected a resource name or object, got null")
-    pool = context.resource(json.get("cache_pool"), "cache_pool", "cache_pool")
-    copy = context.resource(json.get("data_copy_concurrency"), "data_copy_concurrency",
-                            "data_copy_concurrency")
-    members = {k: json[k] for k in ("cache_pool", "data_copy_concurrency") if k in json}
-    return OpenState(context, pool, bounds["recheck_cached_data"],
+    bound = {kind: context.bind(json.get(kind), kind, kind)
+             for kind in ("cache_pool", "data_copy_concurrency")}
+    io = _io_limit(json, context)
+    if io is not None:
+        bound[io[0]] = (io[0], io[1])
+    return OpenState(context, bound["cache_pool"][1], bounds["recheck_cached_data"],
                      bounds["recheck_cached_metadata"], mode.assume_metadata,
-                     copy_limit=copy.semaphore, io_limit=_file_io_limit(json, context),
-                     resources=members, fill_missing_data_reads=_fill_missing(json))
+                     copy_limit=bound["data_copy_concurrency"][1].semaphore,
+                     io_limit=None if io is None else io[1].semaphore, bound=bound,
+                     fill_missing_data_reads=_fill_missing(json))
 
 
 def _fill_missing(json: dict[str, Any]) -> bool:
@@ -189,21 +186,27 @@ def _fill_missing(json: dict[str, Any]) -> bool:
     return value
 
 
-def _file_io_limit(json: dict[str, Any], context: Context) -> Any:
-    """The file_io_concurrency bound of a file kvstore (its own member, else its context's,
-    else the spec's); None for other stores, which TensorStore does not bound with it."""
+# The resource bounding each kvstore driver's I/O, as in TensorStore (others: none).
+_IO_CONCURRENCY = {"file": "file_io_concurrency", "s3": "s3_request_concurrency",
+                   "gcs": "gcs_request_concurrency", "gs": "gcs_request_concurrency",
+                   "http": "http_request_concurrency", "https": "http_request_concurrency"}
+
+
+def _io_limit(json: dict[str, Any], context: Context) -> tuple[str, Any] | None:
+    """The resource bounding the kvstore's I/O (file_io_concurrency of a file store, the
+    request concurrency of a remote one), and its kind: the kvstore's own member, else its
+    context's, else the spec's."""
     kv = json.get("kvstore")
     if isinstance(kv, KvStore):
         spec = {"driver": kv.driver}
     else:
         spec = normalize_kvstore_spec(kv)
-    if spec.get("driver") != "file":
+    name = _IO_CONCURRENCY.get(spec.get("driver"))
+    if name is None:
         return None
     if "context" in spec:
         context = Context(spec["context"], parent=context)
-    limit = context.resource(spec.get("file_io_concurrency"), "file_io_concurrency",
-                             "kvstore.file_io_concurrency")
-    return limit.semaphore
+    return name, context.resource(spec.get(name), name, f"kvstore.{name}")
 
 
 def _write_empty(json: dict[str, Any], options: dict[str, Any]) -> bool:
@@ -240,6 +243,10 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
         "write", "write_empty_chunks"}
     if unknown:
         raise SpecError(f"open: unexpected keyword(s) {sorted(unknown)} for a spec")
+    if getattr(spec, "_bound_context", None) is not None and options.get("context") is None:
+        # A retained spec object reopens with the very resources (as TensorStore's Spec).
+        options = {**options, "context": spec._bound_context}
+        spec = {k: v for k, v in spec.to_json().items() if k != "context"}
     if isinstance(spec, Spec | dict) and spec_driver(spec) == "cast":
         # Copied level by level, not here: the base may name a store object, to be kept.
         return open_cast(spec.to_json() if isinstance(spec, Spec) else spec, options,
@@ -252,7 +259,7 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
     constraints = driver.constraints(json)
     schema = _schema(json, options, transform)
     state = _state(json, options, mode)
-    store, path = _location(json, _read_only(options), state.context)
+    store, path = _location(json, _read_only(options), state)
     key = location_key(store, path, driver.zarr_format)
     found = None if state.cache_pool is None else state.cache_pool.metadata.find(key)
     seen = None if found is None else found.metadata  # before the store is read

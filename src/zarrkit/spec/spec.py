@@ -90,6 +90,10 @@ class Spec:
             return super().__new__(CastSpec)
         return super().__new__(cls)
 
+    #: The context a spec retaining its array's holds (`spec(retain_context=True)`): opening
+    #: the Spec object uses those very resources; its JSON makes new ones.
+    _bound_context: Any = None
+
     def __init__(self, json: Any) -> None:
         if isinstance(json, Spec):
             json = json.to_json()

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SelectionError, SelectionTypeError, SpecError
+from ..errors import SelectionError, SelectionTypeError, SelectionValueError, SpecError
 
 INF = 2**62 - 1  # TensorStore's infinite index: inclusive bounds -INF and +INF are infinite
 INF_MAX = INF + 1  # the exclusive_max of an infinite upper bound
@@ -149,13 +149,13 @@ def _check_intervals(lo: Sequence[int], hi: Sequence[int], upper: str | None) ->
 _DIM_FLAGS = frozenset({"label", "implicit_lower", "implicit_upper"})
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, init=False, eq=False)
 class Dim:
     """One dimension of an index domain (`domain[0]`, `domain["x"]`): TensorStore's `Dim`,
     built as `ts.Dim` is: `Dim()`/`Dim("x")` unbounded, `Dim(10)`/`Dim(size=10, inclusive_min=5)`
     sized, `Dim(5, 10)` half-open, `Dim(inclusive_min=5, inclusive_max=9)` closed; an omitted
-    bound is infinite and implicit. `Dim(lo, hi, label, implicit_lower, implicit_upper)`, all
-    positional, is zarrkit's own form (an omitted flag: implicit if that bound is infinite)."""
+    bound is infinite and implicit. As `ts.Dim`: at most two positional arguments, unhashable,
+    and comparable only with another Dim."""
 
     inclusive_min: int
     exclusive_max: int
@@ -165,7 +165,7 @@ class Dim:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         lo, hi, label, flags = _dim_args(args, kwargs)
-        lower, upper = (_make_flag(kwargs[k], k) if kwargs.get(k) is not None else v
+        lower, upper = (_dim_flag(kwargs[k], k) if kwargs.get(k) is not None else v
                         for k, v in zip(("implicit_lower", "implicit_upper"), flags, strict=True))
         if hi < lo or not -INF <= lo < INF or not -INF + 1 < hi <= INF_MAX:
             raise SpecError(f"Dim: [{_text(lo)}, {_text(hi)}) is not a valid interval")
@@ -194,12 +194,23 @@ class Dim:
         return self.size == 0
 
     def __len__(self) -> int:
-        if not self.finite:
-            raise SelectionError(f"len() of the unbounded dimension {self}")
-        return self.size
+        return self.size  # TensorStore's, even unbounded (at most 2**63 - 1, len()'s limit)
 
     def __iter__(self) -> Any:
-        return iter(range(self.inclusive_min, self.inclusive_min + len(self)))
+        if not self.finite:
+            raise SelectionValueError(f"cannot iterate over the unbounded dimension {self}")
+        return iter(range(self.inclusive_min, self.exclusive_max))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Dim):  # TensorStore's TypeError, not False
+            raise SelectionTypeError(f"a Dim compares only with a Dim, not {other!r}")
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment] - as ts.Dim, which defines == only
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.inclusive_min, self.exclusive_max, self.label, self.implicit_lower,
+                self.implicit_upper)
 
     def __contains__(self, other: object) -> bool:
         """An index in the interval, or a Dim within it (an empty one is within any)."""
@@ -216,13 +227,13 @@ class Dim:
         label = self._common_label(other, "hull")
         if self.empty or other.empty:
             kept = other if self.empty and not other.empty else self
-            return Dim(kept.inclusive_min, kept.exclusive_max, label, kept.implicit_lower,
-                       kept.implicit_upper)
+            return _dim(kept.inclusive_min, kept.exclusive_max, label, kept.implicit_lower,
+                        kept.implicit_upper)
         lo, lower = _bound(self.inclusive_min, self.implicit_lower, other.inclusive_min,
                            other.implicit_lower, min)
         hi, upper = _bound(self.exclusive_max, self.implicit_upper, other.exclusive_max,
                            other.implicit_upper, max)
-        return Dim(lo, hi, label, lower, upper)
+        return _dim(lo, hi, label, lower, upper)
 
     def intersect(self, other: Dim) -> Dim:
         """The overlap (empty at the larger lower bound when there is none); each bound keeps
@@ -232,7 +243,7 @@ class Dim:
                            other.implicit_lower, max)
         hi, upper = _bound(self.exclusive_max, self.implicit_upper, other.exclusive_max,
                            other.implicit_upper, min)
-        return Dim(lo, max(lo, hi), label, lower, upper)
+        return _dim(lo, max(lo, hi), label, lower, upper)
 
     def _common_label(self, other: Any, what: str) -> str:
         if not isinstance(other, Dim):
@@ -259,6 +270,11 @@ class Dim:
         return f"Dim({', '.join(parts)})"
 
 
+def _dim(lo: int, hi: int, label: str, lower: bool, upper: bool) -> Dim:
+    return Dim(inclusive_min=lo, exclusive_max=hi, label=label, implicit_lower=lower,
+               implicit_upper=upper)
+
+
 def _bound(a: int, a_implicit: bool, b: int, b_implicit: bool,
            pick: Any) -> tuple[int, bool]:
     """The bound `pick` (min or max) chooses and its implicit flag (both must be, on a tie)."""
@@ -270,19 +286,22 @@ def _bound(a: int, a_implicit: bool, b: int, b_implicit: bool,
 
 def _dim_args(args: tuple[Any, ...], kwargs: dict[str, Any]
               ) -> tuple[int, int, str, tuple[bool, bool]]:
-    """`ts.Dim`'s four signatures (and zarrkit's positional one) resolved as TensorStore
-    does: (inclusive_min, exclusive_max, label, default implicit flags)."""
+    """`ts.Dim`'s four signatures resolved as TensorStore does: (inclusive_min,
+    exclusive_max, label, default implicit flags)."""
     keys, n = set(kwargs), len(args)
-    if n > 2:  # zarrkit's Dim(lo, hi, label, implicit_lower, implicit_upper)
-        return _positional_dim(args, kwargs)
+    if n > 2:  # Dim(1, 4, "x"): a TypeError in TensorStore, whose label is a keyword there
+        raise SelectionTypeError(f"Dim: at most 2 positional arguments, got "
+                                 f"{_call_text(args, kwargs)} (give label= and the flags as "
+                                 "keywords)")
     if n <= 1 and keys <= _DIM_FLAGS and all(map(_labelish, args)):  # unbounded
         if args and "label" in keys:
-            raise SpecError("Dim: the label is given twice")
-        label = _make_label(args[0] if args else kwargs.get("label"), "label")
+            raise SelectionTypeError("Dim: the label is given twice")
+        label = _dim_label(args[0] if args else kwargs.get("label"))
         return -INF, INF_MAX, label, (True, True)
+    # Dim(size, label); with label= too, (1, None) are the bounds, as TensorStore's overloads
     if keys <= _DIM_FLAGS | {"size", "inclusive_min"} and (
             (n == 0 and "size" in keys) or (n >= 1 and "size" not in keys and (
-                n == 1 or _labelish(args[1])))):
+                n == 1 or _labelish(args[1]) and "label" not in keys))):
         return _sized_dim(args, kwargs)
     bounds = ("inclusive_min", "exclusive_max")
     if keys <= _DIM_FLAGS | set(bounds[n:]):
@@ -291,9 +310,9 @@ def _dim_args(args: tuple[Any, ...], kwargs: dict[str, Any]
     if n == 0 and "inclusive_max" in keys and keys <= _DIM_FLAGS | {"inclusive_min",
                                                                     "inclusive_max"}:
         return _bounded_dim(kwargs.get("inclusive_min"), kwargs["inclusive_max"], 1, kwargs)
-    raise SpecError(f"Dim: cannot build an interval from {_call_text(args, kwargs)}: give a "
-                    "label, a size (and inclusive_min), inclusive_min and exclusive_max, or "
-                    "inclusive_min and inclusive_max")
+    raise SelectionTypeError(f"Dim: cannot build an interval from {_call_text(args, kwargs)}: "
+                             "give a label, a size (and inclusive_min), inclusive_min and "
+                             "exclusive_max, or inclusive_min and inclusive_max")
 
 
 def _labelish(value: Any) -> bool:
@@ -303,10 +322,8 @@ def _labelish(value: Any) -> bool:
 def _sized_dim(args: tuple[Any, ...], kwargs: dict[str, Any]
                ) -> tuple[int, int, str, tuple[bool, bool]]:
     """`Dim(size, label=None, *, inclusive_min=0)`: [inclusive_min, inclusive_min + size)."""
-    if len(args) == 2 and "label" in kwargs:
-        raise SpecError("Dim: the label is given twice")
     size = args[0] if args else kwargs["size"]
-    label = _make_label(args[1] if len(args) == 2 else kwargs.get("label"), "label")
+    label = _dim_label(args[1] if len(args) == 2 else kwargs.get("label"))
     lo = _dim_index(kwargs.get("inclusive_min", 0), "inclusive_min", 0)
     if size is None:
         return lo, INF_MAX, label, (False, True)
@@ -322,30 +339,31 @@ def _bounded_dim(lo: Any, hi: Any, closed: int, kwargs: dict[str, Any]
     """[lo, hi) (`closed` 1: [lo, hi]); a bound not given (None) is infinite and implicit."""
     upper = "inclusive_max" if closed else "exclusive_max"
     return (_dim_index(lo, "inclusive_min", -INF), _dim_index(hi, upper, INF_MAX - closed)
-            + closed, _make_label(kwargs.get("label"), "label"), (lo is None, hi is None))
+            + closed, _dim_label(kwargs.get("label")), (lo is None, hi is None))
 
 
-def _positional_dim(args: tuple[Any, ...], kwargs: dict[str, Any]
-                    ) -> tuple[int, int, str, tuple[bool, bool]]:
-    names = ("inclusive_min", "exclusive_max", "label", "implicit_lower", "implicit_upper")
-    if len(args) > len(names) or set(kwargs) & set(names[:len(args)]) or not set(
-            kwargs) <= set(names):
-        raise SpecError(f"Dim: cannot build an interval from {_call_text(args, kwargs)}")
-    given = {**dict(zip(names, args, strict=False)), **kwargs}
-    lo = _dim_index(given["inclusive_min"], "inclusive_min", -INF)
-    hi = _dim_index(given["exclusive_max"], "exclusive_max", INF_MAX)
-    flags = tuple(bool(_make_flag(given[k], k)) if given.get(k) is not None else infinite
-                  for k, infinite in (("implicit_lower", lo == -INF),
-                                      ("implicit_upper", hi == INF_MAX)))
-    return lo, hi, _make_label(given.get("label"), "label"), flags  # type: ignore[return-value]
-
+# ts.Dim's arguments of the wrong type (or beyond int64) match none of its overloads: a
+# TypeError there, so a SelectionTypeError here; bad values of the right type are SpecErrors.
 
 def _dim_index(value: Any, name: str, default: int) -> int:
     if value is None:
         return default
-    if not isinstance(value, int | np.integer | np.bool_):  # bools count, as in TensorStore
-        raise SpecError(f"Dim: {name} must be an integer or None, got {value!r}")
+    # bools count, as in TensorStore
+    if not isinstance(value, int | np.integer | np.bool_) or not -2**63 <= int(value) < 2**63:
+        raise SelectionTypeError(f"Dim: {name} must be a 64-bit integer or None, got {value!r}")
     return int(value)
+
+
+def _dim_label(value: Any) -> str:
+    if not _labelish(value):
+        raise SelectionTypeError(f"Dim: label must be a string or None, got {value!r}")
+    return _make_label(value, "label")
+
+
+def _dim_flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool | int | float | np.bool_ | np.number):
+        raise SelectionTypeError(f"Dim: {name} must be a bool, got {value!r}")
+    return bool(value)
 
 
 def _call_text(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
@@ -584,8 +602,8 @@ class IndexDomain:
             return IndexTransform(self, ())[selection].domain
         if isinstance(selection, str) or (_is_int(selection) and not isinstance(selection, bool)):
             (j,) = d[selection].dimensions(self)
-            return Dim(self.inclusive_min[j], self.exclusive_max[j], self.labels[j],
-                       self.implicit_lower_bounds[j], self.implicit_upper_bounds[j])
+            return _dim(self.inclusive_min[j], self.exclusive_max[j], self.labels[j],
+                        self.implicit_lower_bounds[j], self.implicit_upper_bounds[j])
         expression = selection if isinstance(selection, DimExpression) else d[selection]
         dims = expression.dimensions(self)
         return IndexDomain(*(tuple(getattr(self, name)[j] for j in dims) for name in (
@@ -679,8 +697,14 @@ class OutputIndexMap:
 
     def to_json(self) -> dict[str, Any]:
         if self.index_array is not None:
-            return {"index_array": self.index_array.tolist()}
-        out: dict[str, Any] = {}
+            out = {"index_array": self.index_array.tolist()}
+            array, valid = self.index_array, self.valid
+            # As TensorStore: the bounds only when they are not met by every value anyway.
+            if valid is not None and (not array.size or array.min() < valid[0]
+                                      or array.max() > valid[1]):
+                out["index_array_bounds"] = [_closed_to_json(v) for v in valid]
+            return out
+        out = {}
         if self.input_dimension is not None:
             out["input_dimension"] = self.input_dimension
             if self.stride != 1:
@@ -703,7 +727,13 @@ class OutputIndexMap:
             array = np.asarray(json["index_array"], dtype=np.int64)
             if array.ndim != rank:
                 raise SpecError(f"{where}.index_array: must have rank {rank}")
-            return cls(index_array=offset + stride * array)
+            valid = None
+            if "index_array_bounds" in json:
+                valid = _scaled_valid(_closed_from_json(
+                    json["index_array_bounds"], f"{where}.index_array_bounds"), offset, stride)
+            return cls(index_array=offset + stride * array, valid=valid)
+        if "index_array_bounds" in json:
+            raise SpecError(f"{where}.index_array_bounds: only an index_array map has bounds")
         if "input_dimension" in json:
             dim = json["input_dimension"]
             if not isinstance(dim, int) or not 0 <= dim < rank:
@@ -711,6 +741,58 @@ class OutputIndexMap:
             # A zero stride reads no input: TensorStore normalizes it to a constant map.
             return cls(offset, stride, dim) if stride else cls(offset)
         return cls(offset)
+
+
+def _check_array_bounds(transform: IndexTransform, where: str) -> None:
+    """As TensorStore: an index array may not vary along a dimension with an implicit
+    bound (its extent there could change, the array's could not)."""
+    domain = transform.domain
+    for i, m in enumerate(transform.output):
+        if m.index_array is None:
+            continue
+        for j, n in enumerate(m.index_array.shape):
+            if n != 1 and (domain.implicit_lower_bounds[j] or domain.implicit_upper_bounds[j]):
+                raise SpecError(f"{where}: the index array of output {i} depends on input "
+                                f"dimension {j}, whose bounds are implicit")
+
+
+def _closed_from_json(json: Any, where: str) -> tuple[int, int]:
+    """index_array_bounds: [min, max], inclusive, each an integer or "-inf"/"+inf"."""
+    if not isinstance(json, list) or len(json) != 2:
+        raise SpecError(f"{where}: expected [inclusive_min, inclusive_max], got {json!r}")
+    ends = []
+    for value in json:
+        value = {"-inf": -INF, "+inf": INF}.get(value, value) if isinstance(value, str) else value
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or abs(value) > INF:
+            raise SpecError(f"{where}: expected an integer, \"-inf\" or \"+inf\", got "
+                            f"{value!r}")
+        ends.append(value)
+    lo, hi = ends
+    if lo == INF or hi == -INF or hi < lo - 1:  # [lo, lo - 1] is the empty interval
+        raise SpecError(f"{where}: {json!r} is not a valid closed interval")
+    return lo, hi
+
+
+def _closed_to_json(value: int) -> Any:
+    # +-(INF - 1): the last finite indices, which TensorStore's unbounded ranges stop at too.
+    return "-inf" if value <= -INF + 1 else "+inf" if value >= INF - 1 else int(value)
+
+
+def check_array_shapes(transform: IndexTransform, where: str,
+                       error: type[Exception] = SpecError) -> None:
+    """Each index array's extent along each input dimension: 1 (broadcast) or the domain's
+    (one kept over an empty domain may lack the indices of a dimension that grew again)."""
+    shape = transform.domain.shape
+    for i, m in enumerate(transform.output):
+        if m.index_array is None:
+            continue
+        for j, (n, size) in enumerate(zip(m.index_array.shape, shape, strict=True)):
+            if n not in (1, size):
+                raise error(f"{where}: the index array of output {i} has shape "
+                            f"{list(m.index_array.shape)}, which does not match the input "
+                            f"domain's shape {list(shape)} (dimension {j})")
 
 
 def _integer(value: Any, where: str) -> int:
@@ -740,8 +822,8 @@ def check_valid(values: np.ndarray, valid: tuple[int, int] | None) -> None:
     bad = values[(values < valid[0]) | (values > valid[1])]
     if bad.size:
         raise SelectionError(f"index array value {int(bad.flat[0])} is outside the valid "
-                             f"range [{_text(valid[0])}, {_text(valid[1] + 1)}) of the "
-                             "dimension it indexes")
+                             f"range [{_closed_to_json(valid[0])}, {_closed_to_json(valid[1])}]"
+                             " of the dimension it indexes")
 
 
 def _bounded(m: OutputIndexMap, domain: IndexDomain, j: int) -> OutputIndexMap:
@@ -755,12 +837,22 @@ def _bounded(m: OutputIndexMap, domain: IndexDomain, j: int) -> OutputIndexMap:
     return replace(m, valid=(lo, last))
 
 
+def spec_transform(transform: IndexTransform) -> IndexTransform:
+    """The transform as TensorStore's spec() writes it: index arrays over an empty domain,
+    and those of one value (checked against their bounds), as constant maps."""
+    empty = 0 in transform.domain.shape
+    output = tuple(m if m.index_array is None else _constant(0) if empty
+                   else _array_map(m.index_array, m.valid) for m in transform.output)
+    return replace(transform, output=output)
+
+
 def _scaled_valid(valid: tuple[int, int] | None, offset: int,
                   stride: int) -> tuple[int, int] | None:
     if valid is None:
         return None
     ends = [(-v if stride < 0 else v) if abs(v) >= INF else offset + stride * v for v in valid]
-    return min(ends), max(ends)
+    # In order rather than min/max: an empty range [n, n - 1] stays empty.
+    return (ends[0], ends[1]) if stride >= 0 else (ends[1], ends[0])
 
 
 # -- IndexTransform ---------------------------------------------------------------------------
@@ -811,8 +903,12 @@ class IndexTransform:
         if "output" not in json:
             return cls.identity(domain)
         maps = _int_list(json["output"], json.get("output_rank"), f"{where}.output")
-        return cls(domain, tuple(OutputIndexMap.from_json(m, domain.rank, f"{where}.output[{i}]")
-                                 for i, m in enumerate(maps)))
+        transform = cls(domain, tuple(OutputIndexMap.from_json(m, domain.rank,
+                                                               f"{where}.output[{i}]")
+                                      for i, m in enumerate(maps)))
+        check_array_shapes(transform, where)
+        _check_array_bounds(transform, where)
+        return transform
 
     # -- simple operations ------------------------------------------------------------------
     # Each also takes TensorStore's subscript form, `t.translate_by[1, 2]`: `_Operation`.
@@ -840,15 +936,17 @@ class IndexTransform:
         return IndexTransform(domain, output)
 
     def label(self, labels: Any) -> IndexTransform:
-        labels = [labels] if isinstance(labels, str) else list(labels)
-        if len(labels) != self.input_rank:
-            raise SelectionError(f"label: {len(labels)} labels for {self.input_rank} dimensions")
+        one = isinstance(labels, str) or not isinstance(labels, Sequence | np.ndarray)
+        labels = [labels] if one else list(labels)
         if not all(isinstance(x, str) for x in labels):
-            raise SelectionError(f"label: expected strings, got {labels!r}")
+            raise SelectionTypeError(f"label: expected strings, got {labels!r}")
+        if len(labels) != self.input_rank:  # TensorStore: a ValueError, as for duplicates
+            raise SelectionValueError(f"label: {len(labels)} labels for {self.input_rank} "
+                                      "dimensions")
         try:
             return IndexTransform(self.domain.with_labels(labels), self.output)
         except SpecError as exc:
-            raise SelectionError(str(exc)) from None
+            raise SelectionValueError(str(exc)) from None
 
     translate_by = _Operation(translate_by)
     translate_to = _Operation(translate_to)
@@ -919,9 +1017,12 @@ class IndexTransform:
         inner = _selection_transform(self.domain, selection, mode)
         return self.compose(inner)
 
-    def compose(self, inner: IndexTransform) -> IndexTransform:
-        """This transform applied after `inner` (whose output rank is our input rank)."""
+    def compose(self, inner: IndexTransform, keep_arrays: bool = False) -> IndexTransform:
+        """This transform applied after `inner` (whose output rank is our input rank).
+        `keep_arrays`: an index array reduced to one value stays an unchecked index array
+        (TensorStore's diagonal re-strides index arrays without normalizing them)."""
         coords: list[Any] = [None] * self.input_rank
+        empty = certainly_empty(inner.domain)  # no index is used: none is checked
         output = []
         for m in self.output:
             if m.method == "constant":
@@ -929,17 +1030,17 @@ class IndexTransform:
                 continue
             if m.method == "single_input_dimension":
                 source = inner.output[m.input_dimension]
-                if source.method == "array" and not certainly_empty(inner.domain):
+                if source.method == "array" and not empty:
                     source = _bounded(source, self.domain, m.input_dimension)
                 output.append(_scale(source, m.offset, m.stride))
                 continue
-            # No index is used: TensorStore makes it the constant 0, but only when a dimension
-            # is empty between explicit bounds (implicit ones may still move).
-            if certainly_empty(inner.domain):
-                output.append(_constant(0))
-                continue
-            output.append(_array_map(_gather(m.index_array, self.domain, inner, coords),
-                                     m.valid))
+            # Kept over a domain empty between explicit bounds too, unlike TensorStore (which
+            # makes it a constant): a later mark_bounds_implicit may let the domain grow.
+            array = _empty_gather(m.index_array, self.domain, inner) if empty else \
+                _gather(m.index_array, self.domain, inner, coords)
+            valid = None if empty else m.valid
+            output.append(OutputIndexMap(index_array=array, valid=valid)
+                          if keep_arrays and array.size == 1 else _array_map(array, valid))
         return IndexTransform(inner.domain, tuple(output))
 
     def output_coordinates(self) -> list[np.ndarray]:
@@ -1013,8 +1114,8 @@ def _add(value: int, shift: int, infinite: int, exclusive: int) -> int:
         return value
     inclusive = value - exclusive + shift
     if abs(inclusive) >= INF:
-        raise SelectionError(f"{value - exclusive} + {shift} is outside the valid range of "
-                             f"finite indices [{-INF + 1}, {INF - 1}]")
+        raise SelectionValueError(f"{value - exclusive} + {shift} is outside the valid range "
+                                  f"of finite indices [{-INF + 1}, {INF - 1}]")
     return value + shift
 
 
@@ -1038,15 +1139,17 @@ def _per_dim(values: Any, rank: int, what: str) -> list[Any]:
     """One integer (or None: unchanged) per dimension, from one for all or a sequence."""
     if values is None or isinstance(values, int | np.integer):
         return [values] * rank
+    if isinstance(values, str | bytes):
+        raise SelectionTypeError(f"{what}: expected integers, got {values!r}")
     try:
         values = list(values)
     except TypeError:
-        raise SelectionError(f"{what}: expected integers, got {values!r}") from None
-    if len(values) != rank:
-        raise SelectionError(f"{what}: {len(values)} values for {rank} dimensions")
+        raise SelectionTypeError(f"{what}: expected integers, got {values!r}") from None
+    if len(values) != rank:  # TensorStore's errors: ValueError here, TypeError otherwise
+        raise SelectionValueError(f"{what}: {len(values)} values for {rank} dimensions")
     bad = [v for v in values if v is not None and not isinstance(v, int | np.integer)]
     if bad:
-        raise SelectionError(f"{what}: {bad[0]!r} is not an integer")
+        raise SelectionTypeError(f"{what}: {bad[0]!r} is not an integer")
     return values
 
 
@@ -1081,12 +1184,26 @@ def _gather(array: np.ndarray, old: IndexDomain, inner: IndexTransform,
         if size == 1:
             index.append(np.zeros((1,) * inner.input_rank, dtype=np.intp))
             continue
+        if size != old.shape[j]:  # kept over an empty domain, then its bounds were resolved
+            raise SelectionError(f"an index array has {size} values along dimension {j}, "
+                                 f"which now has {old.shape[j]} indices: it maps none for "
+                                 "the others")
         if cache[j] is None:
             cache[j] = _positions(inner.output[j], inner.domain, old, j)
         index.append(cache[j])
     if not index:
         return array.reshape((1,) * inner.input_rank)
     return array[tuple(index)]
+
+
+def _empty_gather(array: np.ndarray, old: IndexDomain, inner: IndexTransform) -> np.ndarray:
+    """`_gather` over a domain empty between explicit bounds, where no index is used, so
+    none was checked: an index outside the old domain gives an array without elements
+    (empty along the empty dimensions; reading fails if they grow again)."""
+    try:
+        return _gather(array, old, inner, [None] * old.rank)
+    except SelectionError:
+        return np.zeros([0 if n == 0 else 1 for n in inner.domain.shape], np.int64)
 
 
 def _positions(m: OutputIndexMap, domain: IndexDomain, old: IndexDomain, j: int) -> np.ndarray:
@@ -1494,10 +1611,9 @@ def propagate_bounds(transform: IndexTransform, domain: IndexDomain) -> IndexTra
     empty = certainly_empty(d)
     dims = [_resolved(d, j, inferred.get(j), empty) for j in range(d.rank)]
     new = IndexDomain(*(tuple(x[k] for x in dims) for k in range(4)), d.labels)
-    # With no index used, TensorStore makes index array maps the constant 0.
-    output = tuple(_constant(0) if empty and m.method == "array" else m
-                   for m in transform.output)
-    return IndexTransform(new, output)
+    # Index arrays stay even over an empty domain (TensorStore's constant 0 would read the
+    # wrong elements once the domain grows again).
+    return IndexTransform(new, transform.output)
 
 
 def _affine_preimage(m: OutputIndexMap, domain: IndexDomain, i: int) -> Bound:

@@ -1,7 +1,8 @@
 """Lazy views of an array: an index transform on top of the eager numpy indexing.
 
 `View` composes TensorStore's operations (`[...]`, `.oindex`, `.vindex`, `.translate_to`,
-`.translate_by`, `.label`, `.T`, `.transpose`, and dimension expressions such as
+`.translate_by`, `.translate_backward_by`, `.mark_bounds_implicit`, `.label`, `.T`,
+`.transpose`, and dimension expressions such as
 `view[zarrkit.d["x"][2:5]]`) without touching data; `read()` and `write()` return
 `concurrent.futures.Future`s that asyncio code may also await. Executing a view
 computes the equivalent selection on the base array: a basic (slice/integer) selection when
@@ -33,6 +34,7 @@ from .transform import (
     IndexTransform,
     OutputIndexMap,
     certainly_empty,
+    check_array_shapes,
     check_valid,
     propagate_bounds,
 )
@@ -158,7 +160,9 @@ class View:
         spec = self.base.spec(**options, transform=self.transform)
         if self.conversion is None:
             return spec
-        return type(spec)(self.conversion.wrap_spec(spec.to_json()))
+        wrapped = type(spec)(self.conversion.wrap_spec(spec.to_json()))
+        wrapped._bound_context = spec._bound_context
+        return wrapped
 
     def __repr__(self) -> str:
         return f"<zarrkit.View of {self.base.name} domain={self.domain!r} dtype={self.dtype}>"
@@ -197,12 +201,28 @@ class View:
     def label(self) -> _Op:
         return _Op(self, IndexTransform.label)
 
+    # TensorStore's `store.op[args]` for every dimension, as `store[d[:].op[args]]`.
+    @property
+    def translate_backward_by(self) -> _Op:
+        return _Op(self, lambda t, args: t.translate_backward_by[args])
+
+    @property
+    def mark_bounds_implicit(self) -> _Op:
+        return _Op(self, lambda t, args: t.mark_bounds_implicit[args])
+
     @property
     def T(self) -> View:  # noqa: N802 - numpy's and TensorStore's name
         return self._with(self.transform.transpose())
 
     def transpose(self, axes: Any = None) -> View:
         return self._with(self.transform.transpose(axes))
+
+    def astype(self, dtype: Any) -> View:
+        """TensorStore's `astype` (its `ts.cast`): this view with its elements read as
+        `dtype` and converted back on write."""
+        from .cast import cast_view  # cast.py builds on this module
+
+        return cast_view(self, dtype)
 
     def resize(self, inclusive_min: Any = None, exclusive_max: Any = None, *,
                expand_only: bool = False, shrink_only: bool = False,
@@ -523,6 +543,8 @@ def _prepare(base: Any, transform: IndexTransform) -> tuple[IndexTransform, bool
         if not certainly_empty(unresolved):
             _check_bounds(transform, tuple(base.shape))
         return transform, False
+    # An index array kept over an empty domain has no indices for a dimension that grew again.
+    check_array_shapes(transform, "view", SelectionError)
     _check_bounds(transform, tuple(base.shape))
     return transform, True
 
