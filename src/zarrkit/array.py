@@ -361,10 +361,14 @@ class Array(Node, SpecNode, SelectionMethods):
             raise _cast_error(e)(f"cannot write {_short(given)} to array {self.name} of data "
                                  f"type {self.dtype}: {e}") from None
 
+    #: False while the code that has just created the array fills it (`from_array`): no other
+    #: handle can have resized it yet, so writes need not read its metadata first.
+    _follows_resizes = True
+
     def _follow_resize(self) -> None:
         """Adopt the stored metadata when another handle has changed the shape."""
-        if self._metadata_assumed:  # assume_metadata: zarr.json is never read
-            return
+        if self._metadata_assumed or not self._follows_resizes:  # (assume_metadata: zarr.json
+            return  # is never read)
         seen = self._shared_snapshot()
         key = guard.document_key(self.path, self._metadata)
         raw = guard.read_document(self.store, key, self.name)

@@ -325,11 +325,14 @@ def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: s
                      **options, **kwargs)
     if write_data:
         try:
+            dst._follows_resizes = False  # just created here: no metadata read before writes
             _copy_array(data, dst, _quiet)
         except BaseException:
             if not discard_opened(dst.store, where):
                 storage.delete_node(dst.store, dst.path)
             raise
+        finally:
+            dst._follows_resizes = True
     node = finished_node(dst, where, storage_options=kwargs.get("storage_options"))
     assert isinstance(node, Array)
     return node

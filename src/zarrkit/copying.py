@@ -11,6 +11,7 @@ object that receives a line per node or key.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from . import storage
+from . import formats, storage
 from .array import Array
 from .conversion import from_array
-from .errors import NodeExistsError, NodeTypeError, SpecError
-from .group import Group, listed_below
+from .engine.executor import ensure_concurrency, io_width, run_all
+from .errors import InvalidNameError, NodeExistsError, NodeTypeError, SpecError
+from .group import Group, listed_below, open_node
 from .kvstore import open_kvstore
 from .metadata.names import normalize_path
 
@@ -45,6 +47,8 @@ class _Copying:
     copied: int = 0
     skipped: int = 0
     nbytes: int = 0
+    #: The log lines of a member copied apart (`_copied_apart`), written by the caller in order.
+    lines: list[str] = field(default_factory=list)
 
     def result(self) -> tuple[int, int, int]:
         return self.copied, self.skipped, self.nbytes
@@ -73,8 +77,7 @@ def copy_all(source: Any, dest: Group, shallow: bool = False, without_attrs: boo
     dest = _group(dest)
     with _logger(log) as write_log:
         state = _state(write_log, if_exists, dry_run, without_attrs, create_kws)
-        for key, node in _members(source, state, 0 if shallow else None):
-            _copy(node, dest, dest.path, key, state, shallow, root=False)
+        _copy_members(source, dest, dest.path, state, shallow)
         if not without_attrs and not dry_run:
             dest.attrs.update(_attributes(source))
     return state.result()
@@ -105,11 +108,16 @@ def _is_group(node: Any) -> bool:
     return hasattr(node, "keys") and not hasattr(node, "shape")
 
 
+#: `_copy`'s `existing` when not looked up yet.
+_UNKNOWN: Any = object()
+
+
 def _copy(source: Any, dest: Group | None, parent: str, name: str, state: _Copying,
-          shallow: bool, root: bool) -> None:
+          shallow: bool, root: bool, existing: Any = _UNKNOWN) -> None:
     """Copy `source` to `name` in `dest` (None in a dry run below a group not made), whose
-    path is `parent`."""
-    existing = dest[name] if dest is not None and name in dest else None
+    path is `parent`; `existing` is what `dest` has there, when already looked up."""
+    if existing is _UNKNOWN:
+        existing = dest[name] if dest is not None and name in dest else None
     if existing is not None and not _may_write(existing, source, state):
         state.skipped += 1
         state.log(f"skip {_label(source)} -> {existing.name}")
@@ -149,8 +157,69 @@ def _copy_group(source: Any, dest: Group | None, target: str, name: str, existin
             group = dest.create_group(name, attributes=attrs)
     state.copied += 1
     if root or not shallow:
-        for key, node in _members(source, state, 0 if shallow else None):
-            _copy(node, group, target, key, state, shallow, root=False)
+        _copy_members(source, group, target, state, shallow)
+
+
+def _copy_members(source: Any, dest: Group | None, parent: str, state: _Copying,
+                  shallow: bool) -> None:
+    """Copy the members of the group `source` into `dest` (at `parent`), in order. From a
+    zarrkit group into another, what `dest` has of them is read in one request and the members
+    are copied concurrently (as many at once as the destination store wants), their log lines
+    written in order all the same; with if_exists="raise", those before the first that exists
+    are copied, and then that one raises, as one by one."""
+    members = _members(source, state, 0 if shallow else None)
+    if dest is None or state.dry_run or not isinstance(source, Group) or len(members) < 2 \
+            or dest._consolidated is not None:  # (then what exists is known without a read)
+        for key, node in members:
+            _copy(node, dest, parent, key, state, shallow, root=False)
+        return
+    found = _existing(dest, [key for key, _ in members])
+    first = next((i for i, f in enumerate(found) if f is not None), len(members)) \
+        if state.if_exists == "raise" else len(members)
+    ensure_concurrency(dest.store.io_concurrency)
+    done = run_all(lambda job: _copied_apart(job, dest, parent, state, shallow),
+                   list(zip(members, found, strict=True))[:first],
+                   io_width(dest.store.io_concurrency))
+    for apart, error in done:
+        for line in apart.lines:
+            state.log(line)
+        state.copied, state.skipped = state.copied + apart.copied, state.skipped + apart.skipped
+        state.nbytes += apart.nbytes
+        if error is not None:
+            raise error
+    if first < len(members):  # raises NodeExistsError
+        _copy(members[first][1], dest, parent, members[first][0], state, shallow, root=False,
+              existing=found[first])
+
+
+def _existing(dest: Group, names: list[str]) -> list[Any]:
+    """The nodes `dest` has as `names` (None where it has none), read in one request."""
+    paths = []
+    for name in names:
+        try:
+            paths.append(dest._child_path(name))
+        except InvalidNameError:  # no member can have it: nothing there
+            paths.append(None)
+    wanted = [p for p in paths if p is not None]
+    found = dict(zip(wanted, formats.find_many(dest.store, wanted, dest.zarr_format),
+                     strict=True))
+    return [None if found.get(p) is None else
+            open_node(dest.store, p, read_only=dest.read_only, zarr_format=dest.zarr_format,
+                      found=found[p]) for p in paths]
+
+
+def _copied_apart(job: tuple[tuple[str, Any], Any], dest: Group, parent: str, state: _Copying,
+                  shallow: bool) -> tuple[_Copying, BaseException | None]:
+    """`_copy` of one member with a tally and log lines of its own (and the error that ended
+    it), for the caller to add up and write in order."""
+    (name, node), existing = job
+    apart = dataclasses.replace(state, copied=0, skipped=0, nbytes=0, lines=[])
+    apart.log = apart.lines.append
+    try:
+        _copy(node, dest, parent, name, apart, shallow, root=False, existing=existing)
+    except Exception as e:  # noqa: BLE001 - raised by the caller, after the lines before it
+        return apart, e
+    return apart, None
 
 
 def _members(source: Any, state: _Copying, depth: int | None) -> list[tuple[str, Any]]:

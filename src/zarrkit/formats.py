@@ -265,15 +265,22 @@ def is_array(metadata: Any) -> bool:
 
 
 def write(store: KvStore, path: str, metadata: Any) -> None:
-    """Write a node's documents: zarr.json, or .zarray/.zgroup (+ .zattrs when non-empty)."""
+    """Write a node's documents (`documents`), one after the other."""
+    for k, value in documents(path, metadata):
+        store.set(k, value)
+
+
+def documents(path: str, metadata: Any) -> list[tuple[str, bytes]]:
+    """A node's documents as (key, value): zarr.json, or .zarray/.zgroup (+ .zattrs when
+    non-empty)."""
     fmt = format_of(metadata)
     if fmt == 3:
-        store.set(key(path, V3_KEY), json_dumps(metadata.to_json()))
-        return
+        return [(key(path, V3_KEY), json_dumps(metadata.to_json()))]
     _refuse_v1(fmt, path)
-    store.set(key(path, metadata.metadata_key), json_dumps(metadata.to_json()))
+    docs = [(key(path, metadata.metadata_key), json_dumps(metadata.to_json()))]
     if metadata.attributes:
-        store.set(key(path, ATTRS_KEY), json_dumps(metadata.attributes))
+        docs.append((key(path, ATTRS_KEY), json_dumps(metadata.attributes)))
+    return docs
 
 
 def write_attributes(store: KvStore, path: str, metadata: Any) -> None:

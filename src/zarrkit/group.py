@@ -394,11 +394,15 @@ class Group(Node, Mapping[str, Any]):
         self._check_writable()
         old, new = self._child_path(source), self._child_path(dest)
         _validate_names(dest)
-        if not storage.node_exists(self.store, old, self.zarr_format):
+        ensure_concurrency(self.store.io_concurrency)  # both checks at once (a round trip)
+        found, taken = run_all(lambda check: check(), [
+            lambda: storage.node_exists(self.store, old, self.zarr_format),
+            lambda: next(iter(self.store.list_prefix(storage.prefix_of(new))), None)], 2)
+        if not found:
             raise NodeNotFoundError(f"group {self.name} has no member {source!r} to move")
         if new == old or new.startswith(old + "/"):
             raise InvalidNameError(f"cannot move {source!r} to {dest!r}, inside itself")
-        if next(iter(self.store.list_prefix(storage.prefix_of(new))), None) is not None:
+        if taken is not None:
             raise NodeExistsError(f"cannot move {source!r} to {dest!r}: something is there")
         self._consolidated = None
         storage.move_node(self.store, old, new, self.zarr_format)
@@ -442,7 +446,8 @@ class Group(Node, Mapping[str, Any]):
         return GroupInfo(self)
 
     def info_complete(self) -> GroupInfo:
-        """`info` with the members counted and named (lists the store)."""
+        """`info` with the members counted and named, and the bytes stored by the arrays
+        below (lists the store)."""
         return GroupInfo(self, complete=True)
 
     def tree(self, level: int | None = None) -> str:

@@ -96,8 +96,11 @@ def write(store: KvStore, root: str, given: dict[str, Any], implied: dict[str, A
     for path in taken:
         storage.delete_node(store, path)
     written = {p: md for p, md in {**implied, **given}.items() if p not in kept}
-    for path in sorted(written, key=_depth_first):
-        storage.write_metadata(store, path, written[path])
+    written = {p: written[p] for p in sorted(written, key=_depth_first)}
+    for depth in sorted({_depth_first(p)[0] for p in written}):  # parents before children
+        store.set_many([doc for p, md in written.items() if _depth_first(p)[0] == depth
+                        for doc in formats.documents(p, md)])  # a level in one request
+    storage.record_consolidated_many(store, written)
     every = {**kept, **written}
     return {p: every[p] for p in sorted(every, key=_depth_first)}
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import formats
+from .engine.executor import ensure_concurrency, io_width, run_all
 from .errors import (
     InvalidNameError,
     MetadataError,
@@ -99,6 +100,32 @@ def record_consolidated(store: KvStore, path: str, metadata: NodeMetadata) -> No
     _record_consolidated(store, path, lambda: {"": metadata})
 
 
+def record_consolidated_many(store: KvStore, written: dict[str, NodeMetadata]) -> None:
+    """`record_consolidated` of the nodes just `written` together, by path: each topmost one
+    (its parent not written) with every node written below it, one request for each of those
+    (not one a node). The groups written have no records of their own to keep up."""
+    tops: dict[str | None, list[str]] = {}  # by parent (None: above the root)
+    for p in written:
+        parent = p.rpartition("/")[0] if p else None
+        if parent not in written:
+            tops.setdefault(parent, []).append(p)
+    for parent, siblings in tops.items():
+        if parent is None:
+            _record_consolidated(store, "", lambda: written)
+            continue
+        below = {rel: md for p, md in written.items()  # (relative to the parent)
+                 if any(_relative_to(p, t) is not None for t in siblings)
+                 and (rel := _relative_to(p, parent))}
+        _record_consolidated(store, siblings[0], lambda below=below: below, siblings=True)
+
+
+def _relative_to(path: str, top: str) -> str | None:
+    """`path` relative to `top` ("" for `top` itself), or None if not at or below it."""
+    if path == top or not top:
+        return path[len(top):]
+    return path[len(top) + 1:] if path.startswith(top + "/") else None
+
+
 #: Names a new node cannot have, by format: each is the key of its parent's own metadata
 #: document, so that the node's prefix ("zarr.json/") would shadow or collide with that key
 #: (a file store cannot hold both; a v2 group's ".zattrs" could never be written again).
@@ -125,10 +152,11 @@ def ensure_parents(store: KvStore, path: str, zarr_format: int = 3) -> None:
     parts = path.split("/")[:-1] if path else []
     parents = ["/".join(parts[:i]) for i in range(len(parts) + 1) if path]
     # Every ancestor's documents in one request (a remote store: one round trip, not one a level).
+    missing = []
     for parent, found in zip(parents, formats.find_many(
             store, parents, None, use_consolidated=False, prefer=zarr_format), strict=True):
         if found is None:
-            write_metadata(store, parent, formats.new_group(zarr_format))
+            missing.append(parent)
         elif formats.is_array(found.metadata):
             raise MetadataError(
                 f"cannot create a node under {parent or '/'!r}: it is an array, not a group")
@@ -138,6 +166,10 @@ def ensure_parents(store: KvStore, path: str, zarr_format: int = 3) -> None:
                 f"cannot create a Zarr v{zarr_format} node under {parent or '/'!r}: it is a "
                 f"v{other} group (one hierarchy, one format); give zarr_format={other} to "
                 "create it in the hierarchy's format")
+    if missing:  # all checked: the missing groups written in one request, and recorded
+        group = formats.new_group(zarr_format)
+        store.set_many([doc for p in missing for doc in formats.documents(p, group)])
+        record_consolidated_many(store, dict.fromkeys(missing, group))
 
 
 def delete_node(store: KvStore, path: str) -> None:
@@ -403,16 +435,19 @@ def _forget_consolidated(store: KvStore, path: str) -> None:
 
 
 def _record_consolidated(store: KvStore, path: str,
-                         nodes: Callable[[], dict[str, NodeMetadata]]) -> None:
+                         nodes: Callable[[], dict[str, NodeMetadata]],
+                         siblings: bool = False) -> None:
     """Record `nodes()` ({path relative to `path`: metadata}, asked for only if an ancestor
     has consolidated metadata) in every ancestor's consolidated metadata of their format (and
     in a v2 group's own, which records its documents too). A node being staged
-    (`replace_node`) is recorded once it is moved in."""
+    (`replace_node`) is recorded once it is moved in. With `siblings`, `nodes()` are relative
+    to `path`'s parent: new nodes beside the new node at `path`, recorded with it."""
     if any(is_transient(part) for part in path.split("/")):
         return
     nodes = functools.cache(nodes)
 
     def record(records: dict[str, Any], rel: str, key: str) -> bool:
+        rel = rel.rpartition("/")[0] if siblings else rel
         v3 = key.endswith(V3_METADATA_KEY)
         new = {}
         for sub, metadata in nodes().items():
@@ -501,15 +536,16 @@ def _subtree(store: KvStore, path: str, zarr_format: int) -> dict[str, NodeMetad
     nodes: dict[str, NodeMetadata] = {}
     level = [""]
     while level:  # a level's documents in one request (a remote store: one round trip)
-        below = []
         found = formats.find_many(store, [join(path, r) if r else path for r in level],
                                   zarr_format, use_consolidated=False)
+        groups = []
         for rel, f in zip(level, found, strict=True):
-            if f is None:
-                continue
-            nodes[rel] = f.metadata
-            if not formats.is_array(f.metadata):
-                below += [join(rel, name) for name in
-                          store.list_dir(prefix_of(join(path, rel) if rel else path))[1]]
-        level = below
+            if f is not None:
+                nodes[rel] = f.metadata
+                groups += [] if formats.is_array(f.metadata) else [rel]
+        ensure_concurrency(store.io_concurrency)  # the level's groups listed at once
+        listed = run_all(lambda rel: store.list_dir(prefix_of(join(path, rel) if rel else path)),
+                         groups, io_width(store.io_concurrency))
+        level = [join(rel, name) for rel, (_, dirs) in zip(groups, listed, strict=True)
+                 for name in dirs]
     return nodes

@@ -998,7 +998,12 @@ def choose_chunk_shapes(
     layout = ChunkLayout.from_json(layout or {})
     _check_zarr3(layout, len(extents))
     if metadata_chunk_shape is not None:
-        layout.update(write_chunk_shape=metadata_chunk_shape)
+        try:
+            layout.update(write_chunk_shape=metadata_chunk_shape)
+        except SpecError as exc:  # name the metadata, not the keyword it went through
+            detail = str(exc).replace("write_chunk_shape.", "write_chunk.", 1)
+            raise SpecError(f"metadata.chunk_grid chunk_shape {list(metadata_chunk_shape)} "
+                            f"conflicts with chunk_layout: {detail}") from None
     write = layout.write_chunk
     if not sharding:
         write._merge_grid(layout.read_chunk, False, _GRID_MEMBERS, "write_chunk")

@@ -371,6 +371,14 @@ def _innermost(chain: ChainSpec, rank: int, where: str) -> tuple[ChainSpec, list
     return innermost, dims
 
 
+def sharding_depth(chain: ChainSpec | None) -> int:
+    """How many sharding codecs nest in the chain (0 without one)."""
+    depth = 0
+    while chain is not None and chain.sharding is not None:
+        chain, depth = chain.sharding.config.get("codecs"), depth + 1
+    return depth
+
+
 def fixes_inner_order(chain: ChainSpec | None) -> bool:
     """Whether the chain's innermost codecs name their array -> bytes codec, so that they
     alone decide the storage order inside the innermost chunks."""
@@ -413,9 +421,12 @@ def with_inner_order(chain: ChainSpec | None, desired: Sequence[int], rank: int,
 
 def _blosc_defaults(config: dict[str, Any], itemsize: int) -> dict[str, Any]:
     out = {"cname": "lz4", "clevel": 5, "blocksize": 0, **config}
-    out.setdefault("shuffle", "bitshuffle" if itemsize == 1 else "shuffle")
-    if out["shuffle"] != "noshuffle":
-        out.setdefault("typesize", itemsize)
+    # as TensorStore: the default shuffle follows a given typesize, and a typesize is dropped
+    # where nothing is shuffled (the blosc codec spec says it is then ignored)
+    out.setdefault("typesize", itemsize)
+    out.setdefault("shuffle", "bitshuffle" if out["typesize"] == 1 else "shuffle")
+    if out["shuffle"] == "noshuffle":
+        del out["typesize"]
     return out
 
 

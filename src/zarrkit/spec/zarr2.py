@@ -256,8 +256,9 @@ def _chunks(c: V2Constraints, layout: ChunkLayout, shape: tuple[int, ...]) -> tu
         try:
             ChunkLayout.from_json(one).update(write_chunk_shape=list(c.chunks))
         except SpecError as exc:
+            detail = str(exc).replace("write_chunk_shape.", "write_chunk.", 1)
             raise SpecError(f"metadata.chunks {list(c.chunks)} conflicts with chunk_layout: "
-                            f"{exc}") from None
+                            f"{detail}") from None
     _, write = choose_chunk_shapes(shape, one, metadata_chunk_shape=c.chunks, sharding=False)
     return write
 

@@ -30,6 +30,7 @@ from .codec_spec import (
     parse_chain,
     read_chunk_shape,
     resolve,
+    sharding_depth,
     with_inner_order,
     with_sharding,
 )
@@ -354,7 +355,9 @@ def _choose_codecs(c: MetadataConstraints, schema: Schema, data_type: DataType,
     layout = schema.chunk_layout
     # Only the metadata's own codecs fix the order: a schema's codecs take a transpose.
     order = _inner_order(c.codecs, layout, rank)
-    if order is not None:
+    # ... and only where they reach the innermost chunks: beneath a schema's sharding codec
+    # the transpose goes into its sub-chunk codecs (as TensorStore does).
+    if order is not None and sharding_depth(chain) <= sharding_depth(c.codecs):
         check_inner_order(c.codecs, order, rank, "metadata.codecs")
     # Codecs given in the metadata without a sharding codec keep read and write chunks equal.
     sharding = c.codecs is None or c.codecs.sharding is not None
