@@ -233,7 +233,7 @@ WALKS = {
     "contains": (lambda g: "g0" in g, 1),
     "contains missing": (lambda g: "nope" in g, 1),
     "info": (lambda g: str(g.info), 0),
-    # (info_complete also totals the stored bytes: test_hunt_hierarchy_roundtrips2.py)
+    "info_complete": (lambda g: str(g.info_complete()), 2),
     "html": (lambda g: g._repr_html_(), 8),
     "cli info": (lambda g: summary(g), 2),
 }

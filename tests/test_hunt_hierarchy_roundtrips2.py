@@ -1,7 +1,7 @@
 """More hierarchy operations on a slow (remote-like) store, with fewer sequential round trips
 and the same results: `copy_all` copies sibling members concurrently (log lines in order),
 `create_hierarchy` and the creation of missing parents write a level in one request,
-`info_complete` totals the stored bytes concurrently, `move` checks at once.
+`move` checks at once.
 The SlowStore and the ~30-node hierarchy are those of test_hunt_hierarchy_roundtrips.py."""
 
 from __future__ import annotations
@@ -27,55 +27,6 @@ GROUP = {"zarr_format": 3, "node_type": "group", "attributes": {}}
 
 def _paths(g):
     return [p for p, _ in g.members(None)]
-
-
-# -- 4. info_complete totals the stored bytes ---------------------------------------------------
-
-
-def _rows(info):
-    return dict(line.split(" : ", 1) for line in str(info).splitlines())
-
-
-@pytest.mark.parametrize(("zarr_format", "consolidated"), [(3, False), (3, True), (2, False)])
-def test_info_complete_totals_the_bytes_stored_below(zarr_format, consolidated):
-    store = SlowStore(latency=0)
-    build(store, zarr_format, consolidated)
-    g = opened(store, consolidated)
-    total = sum(n._stored_figures()[0] for _, n in g.members(None)
-                if isinstance(n, zarrkit.Array))
-    rows = {k.strip(): v for k, v in _rows(g.info_complete()).items()}
-    assert rows["Stored size"].split()[0] == str(total) and total > 1000
-    assert rows["No. members"] == "6" and rows["No. arrays"] == "2"
-    assert _rows(g["g1"]["sub"].info_complete())["Stored size"].split()[0] == str(
-        sum(n._stored_figures()[0] for n in (g["g1/sub/b"], g["g1/sub/deep/c"])))
-    assert "Stored size" not in str(g.info)  # (the cheap info reads nothing)
-
-
-def test_info_complete_labels_have_zarr_pythons_counts():
-    import zarr
-
-    store = SlowStore(latency=0)
-    build(store, 3, False)
-    ours = {k.strip() for k in _rows(opened(store, False).info_complete())}
-    theirs = {line.split(" : ")[0].strip() for line in
-              str(zarr.open_group(zarr.storage.MemoryStore(), mode="w").info_complete())
-              .splitlines()}
-    assert {"No. members", "No. arrays", "No. groups", "Zarr format", "Read-only"} <= ours
-    assert {"No. members", "No. arrays", "No. groups"} <= theirs
-
-
-@pytest.mark.parametrize("consolidated", [False, True])
-def test_info_complete_lists_the_arrays_at_once(consolidated):
-    store = SlowStore(latency=CONCURRENT)
-    build(store, 3, consolidated)
-    str(opened(store, consolidated).info_complete())
-    # the walk (8 without consolidated metadata: see the other file, 0 with), then the 18
-    # arrays listed at once and their keys' sizes asked at once (one by one: 18 + 37 more)
-    walk = 0 if consolidated else 8
-    assert walk + 2 <= store.rounds <= walk + 5, (store.rounds, store.calls)
-    assert store.calls["list_prefix"] == 18 + (0 if consolidated else 13)
-    assert 1 < store.peak["list_prefix"] <= io_width(store.io_concurrency)
-    assert 1 < store.peak["size"] <= io_width(store.io_concurrency)
 
 
 # -- 2. create_hierarchy writes a level at a time -------------------------------------------------

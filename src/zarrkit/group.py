@@ -446,8 +446,7 @@ class Group(Node, Mapping[str, Any]):
         return GroupInfo(self)
 
     def info_complete(self) -> GroupInfo:
-        """`info` with the members counted and named, and the bytes stored by the arrays
-        below (lists the store)."""
+        """`info` with the members counted and named (lists the store)."""
         return GroupInfo(self, complete=True)
 
     def tree(self, level: int | None = None) -> str:

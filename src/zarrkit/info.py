@@ -10,9 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from . import storage
-from .engine.chunk_io import stored_sizes
-from .engine.executor import ensure_concurrency, io_width, run_all
 from .errors import NotSupportedError
 
 
@@ -101,29 +98,14 @@ class GroupInfo(Info):
         if not self.complete:
             return rows
         try:
-            below = g.members(None)  # (listed once: the members, and the arrays to total)
+            members = g.members()
         except NotSupportedError:  # e.g. plain HTTP cannot list
             return [*rows, ("No. members", "unknown")]
-        members = [(k, v) for k, v in below if "/" not in k]
         arrays = sorted(k for k, v in members if hasattr(v, "shape"))
         groups = sorted(k for k, v in members if not hasattr(v, "shape"))
-        stored = _stored_below(g, [v for _, v in below if hasattr(v, "shape")])
         return [*rows, ("No. members", str(len(members))), ("No. arrays", str(len(arrays))),
                 ("No. groups", str(len(groups))), ("Arrays", ", ".join(arrays) or "-"),
-                ("Groups", ", ".join(groups) or "-"),
-                ("Stored size", f"{stored} ({human_bytes(stored)})")]
-
-
-def _stored_below(g: Any, arrays: list[Any]) -> int:
-    """The bytes stored by the `arrays` below the group `g` (each array's as its
-    own info counts them, documents included): the arrays' prefixes listed concurrently, then
-    all their keys' sizes asked concurrently, as many in flight as the store wants (not an
-    array after another)."""
-    width = io_width(g.store.io_concurrency)
-    ensure_concurrency(g.store.io_concurrency)
-    listed = run_all(lambda a: list(g.store.list_prefix(storage.prefix_of(a.path))), arrays,
-                     width)
-    return sum(stored_sizes(g.store, [k for keys in listed for k in keys]))
+                ("Groups", ", ".join(groups) or "-")]
 
 
 def _scalar_repr(value: Any) -> str:
