@@ -472,7 +472,9 @@ class Array(Node, SpecNode, SelectionMethods):
                 edges[key] = region
         self.store.delete_many(doomed)
         # Only stored edge chunks: erasing an absent one would store it (write_empty_chunks).
-        for key in chunk_io.stored_keys(self.store, list(edges)):
+        for key, stored in zip(edges, self.store.exists_many(list(edges)), strict=True):
+            if not stored:
+                continue
             region = edges[key]  # set the part beyond the new shape to the fill value
             for axis, n in enumerate(new_shape):
                 r = region[axis]

@@ -15,11 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import formats, storage
-from .engine.executor import ensure_concurrency, io_width, run_all
 from .errors import NodeTypeError
 from .group import Group, finished_node, open_node
 from .kvstore import open_kvstore
-from .kvstore.base import KvStore
 from .metadata.consolidated import (
     CONSOLIDATED_KEY,
     V3_MEMBER,
@@ -30,29 +28,6 @@ from .metadata.consolidated import (
 from .metadata.json import json_dumps
 from .metadata.names import normalize_path
 from .node import Node
-
-
-def collect(store: KvStore, root: str, zarr_format: int) -> dict[str, Any]:
-    """{path relative to `root`: metadata} of every node below the group at `root`, level by
-    level: the level's groups listed concurrently, then all their members' documents read in
-    one request (a remote store: two round trips a level, not one a node)."""
-    nodes: dict[str, Any] = {}
-    level = [root]
-    ensure_concurrency(store.io_concurrency)  # a network store: many requests in flight
-    while level:
-        listed = run_all(lambda p: store.list_dir(storage.prefix_of(p))[1], level,
-                         io_width(store.io_concurrency))
-        paths = [storage.join(p, n) for p, names in zip(level, listed, strict=True)
-                 for n in names]
-        found = formats.find_many(store, paths, zarr_format, use_consolidated=False) \
-            if paths else []
-        level = []
-        for child, f in zip(paths, found, strict=True):
-            if f is not None:
-                nodes[child[len(root) + 1:] if root else child] = f.metadata
-                if not formats.is_array(f.metadata):
-                    level.append(child)
-    return nodes
 
 
 def consolidate_metadata(where: Any, path: str | None = None, zarr_format: int | None = None,
@@ -71,7 +46,7 @@ def consolidate_metadata(where: Any, path: str | None = None, zarr_format: int |
     if formats.is_array(metadata):
         raise NodeTypeError(f"consolidate_metadata: {root or '/'!r} is an array, not a group")
     fmt = formats.format_of(metadata)
-    nodes = collect(store, root, fmt)
+    nodes = storage.nodes_below(store, root, fmt)
     records: dict[str, Any] = {}
     for rel, md in nodes.items():
         records.update(records_of(rel, md))

@@ -23,7 +23,7 @@ import numpy as np
 from . import formats, storage
 from .array import Array
 from .conversion import from_array
-from .engine.executor import ensure_concurrency, io_width, run_all
+from .engine.executor import run_io
 from .errors import InvalidNameError, NodeExistsError, NodeTypeError, SpecError
 from .group import Group, listed_below, open_node
 from .kvstore import open_kvstore
@@ -176,10 +176,8 @@ def _copy_members(source: Any, dest: Group | None, parent: str, state: _Copying,
     found = _existing(dest, [key for key, _ in members])
     first = next((i for i, f in enumerate(found) if f is not None), len(members)) \
         if state.if_exists == "raise" else len(members)
-    ensure_concurrency(dest.store.io_concurrency)
-    done = run_all(lambda job: _copied_apart(job, dest, parent, state, shallow),
-                   list(zip(members, found, strict=True))[:first],
-                   io_width(dest.store.io_concurrency))
+    done = run_io(lambda job: _copied_apart(job, dest, parent, state, shallow),
+                  list(zip(members, found, strict=True))[:first], dest.store.io_concurrency)
     for apart, error in done:
         for line in apart.lines:
             state.log(line)
@@ -374,7 +372,7 @@ def copy_store(source: Any, dest: Any, source_path: str = "", dest_path: str = "
     wanted = _key_filter(excludes, includes, flags)
     pairs = [(k, new + k[len(old):]) for k in sorted(src.list_prefix(old))
              if wanted(k[len(old):])]
-    present = [d for (_, d), there in zip(pairs, storage.keys_exist(dst, [d for _, d in pairs]),
+    present = [d for (_, d), there in zip(pairs, dst.exists_many([d for _, d in pairs]),
                                           strict=True) if there]
     if present and if_exists == "raise":
         raise NodeExistsError(f"copy_store: {len(present)} keys exist already, e.g. "

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import MetadataError, ReadOnlyError, SpecError
-from .kvstore.base import ByteRange, KvStore
+from .kvstore.base import KvStore
 from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER, ConsolidatedView
 from .metadata.json import json_dumps, json_loads
 from .metadata.v1 import ATTRS_KEY as V1_ATTRS_KEY
@@ -150,9 +150,8 @@ def present_many(store: KvStore, paths: list[str], zarr_format: int | None) -> l
         return [exists(store, p, zarr_format) for p in paths]
     formats = FORMATS[::-1] if zarr_format is None else (zarr_format,)
     names = [n for f in formats for n in _EXISTS_NAMES[f]]
-    raws = store.get_many([(key(p, n), ByteRange(0, 0)) for p in paths for n in names])
-    return [any(r is not None for r in raws[i * len(names):(i + 1) * len(names)])
-            for i in range(len(paths))]
+    there = store.exists_many([key(p, n) for p in paths for n in names])
+    return [any(there[i * len(names):(i + 1) * len(names)]) for i in range(len(paths))]
 
 
 def _parsed(store: KvStore, path: str, values: dict[str, Any], zarr_format: int | None,
@@ -239,9 +238,9 @@ def exists(store: KvStore, path: str, zarr_format: int | None = None) -> bool:
     """Whether a node of `zarr_format` (None: any) is at `path`, without parsing anything."""
     formats = FORMATS[::-1] if zarr_format is None else (zarr_format,)
     keys = [key(path, n) for f in formats for n in _EXISTS_NAMES[f]]
-    if len(keys) > 1 and getattr(store, "io_concurrency", 0):  # remote: one round trip
-        return any(r is not None for r in store.get_many([(k, ByteRange(0, 0)) for k in keys]))
-    return any(store.exists(k) for k in keys)
+    if store.io_concurrency:  # remote: one round trip
+        return any(store.exists_many(keys))
+    return any(store.exists(k) for k in keys)  # (local: stops at the first found)
 
 
 #: The documents whose presence makes a node of each format.

@@ -23,7 +23,7 @@ from .creation import (
     like,
     parse_shape,
 )
-from .engine.executor import ensure_concurrency, io_width, run_all
+from .engine.executor import run_io
 from .errors import (
     InvalidKeyError,
     InvalidNameError,
@@ -394,10 +394,10 @@ class Group(Node, Mapping[str, Any]):
         self._check_writable()
         old, new = self._child_path(source), self._child_path(dest)
         _validate_names(dest)
-        ensure_concurrency(self.store.io_concurrency)  # both checks at once (a round trip)
-        found, taken = run_all(lambda check: check(), [
+        found, taken = run_io(lambda check: check(), [  # both at once (a round trip)
             lambda: storage.node_exists(self.store, old, self.zarr_format),
-            lambda: next(iter(self.store.list_prefix(storage.prefix_of(new))), None)], 2)
+            lambda: next(iter(self.store.list_prefix(storage.prefix_of(new))), None)],
+            self.store.io_concurrency)
         if not found:
             raise NodeNotFoundError(f"group {self.name} has no member {source!r} to move")
         if new == old or new.startswith(old + "/"):
@@ -539,10 +539,8 @@ def _children_of(groups: list[Group], use_consolidated_for_children: bool
     members' documents in one batched request."""
     stored = [g for g in groups if g._consolidated is None]
     store = groups[0].store
-    ensure_concurrency(store.io_concurrency)  # a network store: many requests in flight
     names = dict(zip([g.path for g in stored],
-                     run_all(Group._listed_names, stored, io_width(store.io_concurrency)),
-                     strict=True))
+                     run_io(Group._listed_names, stored, store.io_concurrency), strict=True))
     paths = [storage.join(g.path, n) for g in stored for n in names[g.path]]
     found = dict(zip(paths, formats.find_many(
         store, paths, groups[0].zarr_format,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import formats
-from .engine.executor import ensure_concurrency, io_width, run_all
+from .engine.executor import run_io
 from .errors import (
     InvalidNameError,
     MetadataError,
@@ -20,7 +20,7 @@ from .errors import (
     StoreError,
     ZarrkitError,
 )
-from .kvstore.base import ByteRange, KvStore
+from .kvstore.base import KvStore
 from .metadata.consolidated import CONSOLIDATED_KEY, V3_MEMBER, records_of
 from .metadata.json import json_dumps, json_loads
 from .metadata.names import normalize_path
@@ -65,14 +65,6 @@ def find_node(store: KvStore, path: str, zarr_format: int | None = None,
         raise NodeNotFoundError(f"no {wanted}array or group at {path or '/'!r} in the "
                                 f"{store.driver} store (no zarr.json, .zarray, .zgroup or meta)")
     return found
-
-
-def keys_exist(store: KvStore, keys: list[str]) -> list[bool]:
-    """Whether each of `keys` exists; on a remote store asked in one batched request (of empty
-    ranges), not one round trip a key."""
-    if store.io_concurrency and len(keys) > 1:
-        return [v is not None for v in store.get_many([(k, ByteRange(0, 0)) for k in keys])]
-    return [store.exists(k) for k in keys]
 
 
 def read_node(store: KvStore, path: str, zarr_format: int | None = None) -> NodeMetadata:
@@ -531,21 +523,30 @@ def _amended(key: str, raw: Any, rel: str,
     return doc if isinstance(records, dict) and amend(records, rel, key) else None
 
 
+def nodes_below(store: KvStore, root: str, zarr_format: int) -> dict[str, NodeMetadata]:
+    """{path relative to `root`: metadata} of every node below the group at `root`, level by
+    level: the level's groups listed concurrently, then all their members' documents read in
+    one request (a remote store: two round trips a level, not one a node)."""
+    nodes: dict[str, NodeMetadata] = {}
+    level = [root]
+    while level:
+        listed = run_io(lambda p: store.list_dir(prefix_of(p))[1], level, store.io_concurrency)
+        paths = [join(p, n) for p, names in zip(level, listed, strict=True) for n in names]
+        found = formats.find_many(store, paths, zarr_format, use_consolidated=False) \
+            if paths else []
+        level = []
+        for child, f in zip(paths, found, strict=True):
+            if f is not None:
+                nodes[child[len(root) + 1:] if root else child] = f.metadata
+                if not formats.is_array(f.metadata):
+                    level.append(child)
+    return nodes
+
+
 def _subtree(store: KvStore, path: str, zarr_format: int) -> dict[str, NodeMetadata]:
     """{path relative to `path`: metadata} of the node at `path` and every node below it."""
-    nodes: dict[str, NodeMetadata] = {}
-    level = [""]
-    while level:  # a level's documents in one request (a remote store: one round trip)
-        found = formats.find_many(store, [join(path, r) if r else path for r in level],
-                                  zarr_format, use_consolidated=False)
-        groups = []
-        for rel, f in zip(level, found, strict=True):
-            if f is not None:
-                nodes[rel] = f.metadata
-                groups += [] if formats.is_array(f.metadata) else [rel]
-        ensure_concurrency(store.io_concurrency)  # the level's groups listed at once
-        listed = run_all(lambda rel: store.list_dir(prefix_of(join(path, rel) if rel else path)),
-                         groups, io_width(store.io_concurrency))
-        level = [join(rel, name) for rel, (_, dirs) in zip(groups, listed, strict=True)
-                 for name in dirs]
-    return nodes
+    found = formats.find(store, path, zarr_format, use_consolidated=False)
+    if found is None:
+        return {}
+    below = {} if formats.is_array(found.metadata) else nodes_below(store, path, zarr_format)
+    return {"": found.metadata, **below}

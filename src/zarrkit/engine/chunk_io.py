@@ -27,7 +27,15 @@ from ..kvstore._util import resolve_range
 from ..kvstore.base import Buffer, ByteRange, GenerationMismatch, KvStore
 from ..scratch import empty, fault_in, scratch
 from .cache import ShardIndexCache
-from .executor import concurrency, ensure_concurrency, in_pool, io_width, run_all, submit
+from .executor import (
+    concurrency,
+    ensure_concurrency,
+    in_pool,
+    io_width,
+    run_all,
+    run_io,
+    submit,
+)
 from .limits import LimitedStore, bounded, slot_of
 
 _EMPTY = np.uint64(2**64 - 1)
@@ -1361,16 +1369,10 @@ def inner_chunks_stored(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> int
     return sum(_run(arr, bounded(arr.copy_limit, count), shards, inline=len(shards) <= 1))
 
 
-def stored_keys(store: KvStore, keys: list[str]) -> list[str]:
-    """Those of `keys` that are stored, asked for on the pool as `stored_sizes`."""
-    found = run_all(store.exists, keys, io_width(store.io_concurrency))
-    return [k for k, there in zip(keys, found, strict=True) if there]
-
-
 def stored_sizes(store: KvStore, keys: list[str]) -> list[int]:
     """The sizes of the stored `keys` (0 for one deleted since it was listed), asked for on
     the pool: one request each on a network store, as many in flight as it wants."""
-    return run_all(lambda k: store.size(k) or 0, keys, io_width(store.io_concurrency))
+    return run_io(lambda k: store.size(k) or 0, keys, store.io_concurrency)
 
 
 def _inner_chunks_decoded(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> int:

@@ -94,6 +94,13 @@ def in_pool() -> bool:
     return threading.current_thread().name.startswith("zarrkit")
 
 
+def run_io(fn: Callable[[T], R], items: Iterable[T], io_concurrency: int) -> list[R]:
+    """`run_all` of a store's requests: as many in flight as the store wants (`io_width`), the
+    pool grown to that for a network store (`ensure_concurrency`)."""
+    ensure_concurrency(io_concurrency)
+    return run_all(fn, items, io_width(io_concurrency))
+
+
 def run_all(fn: Callable[[T], R], items: Iterable[T], width: int = 0) -> list[R]:
     """`fn` over `items` in the pool, on `width` threads at most (default `concurrency()`);
     results in order. Runs inline for a single item, and inline when called from a pool thread

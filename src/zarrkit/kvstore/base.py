@@ -227,6 +227,13 @@ class KvStore(ABC):
     def exists(self, key: str) -> bool:
         return self.get(key, ByteRange(0, 0)) is not None
 
+    def exists_many(self, keys: Sequence[str]) -> list[bool]:
+        """`exists` of each of `keys`; a network store (`io_concurrency`) is asked in one
+        batched request of empty ranges, not one round trip a key."""
+        if self.io_concurrency and len(keys) > 1:
+            return [v is not None for v in self.get_many([(k, ByteRange(0, 0)) for k in keys])]
+        return [self.exists(k) for k in keys]
+
     def size(self, key: str) -> int | None:
         """Size in bytes of the value at `key`, or None if missing."""
         value = self.get(key)

@@ -22,13 +22,13 @@ from ..errors import SpecError
 from . import _remote_options as ro
 from .base import KvStore, validate_key
 from .object_store import Location, ObjectStore
+from .resources import resolve_member
 from .url import (
     KvStoreDriver,
     OpenOptions,
     _unquote,
     check_resource,
     register_kvstore_driver,
-    resolve_resource,
     valid_concurrency,
 )
 
@@ -58,7 +58,7 @@ def _storage(spec: Mapping[str, Any], options: OpenOptions) -> dict[str, Any]:
         merged.update(given or {})
     name = _RETRIES.get(spec.get("driver"))
     # As in TensorStore, a spec without the member uses its context's resource, if defined.
-    retries = resolve_resource(spec, name, {}, options.context) if name else {}
+    retries = resolve_member(spec, name, {}, options.context) if name else {}
     if isinstance(retries, Mapping) and "max_retries" in retries:  # storage_options win
         merged.setdefault("max_retries", retries["max_retries"])
     return merged
@@ -149,7 +149,7 @@ def _check_s3(spec: Spec) -> None:
 
 def _aws_credentials(spec: Spec, options: OpenOptions) -> dict[str, Any]:
     """The aws_credentials object (a reference looked up in the spec's contexts)."""
-    creds = resolve_resource(spec, "aws_credentials", {}, options.context)
+    creds = resolve_member(spec, "aws_credentials", {}, options.context)
     if creds and not _valid_aws_credentials(creds):
         raise SpecError(f"kvstore spec {spec!r}: invalid aws_credentials {creds!r}")
     return creds

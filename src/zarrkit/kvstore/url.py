@@ -175,12 +175,6 @@ def check_resource(spec: Spec, name: str, valid: Callable[[Any], bool], expected
                         f"a {name} resource, got {value!r}")
 
 
-def resolve_resource(spec: Spec, name: str, default: Any,
-                     context: KvStoreContext | None = None) -> Any:
-    """A resource member's value (see `resources.resolve_member`)."""
-    return resolve_member(spec, name, default, context)
-
-
 def _mode_object(*modes: str) -> Callable[[Any], bool]:
     return lambda v: isinstance(v, dict) and set(v) <= {"mode"} and v.get("mode", modes[0]) \
         in modes
@@ -208,7 +202,7 @@ def _file_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
     path = _spec_path(spec, spec)
     if not path:
         raise SpecError(f"kvstore spec {spec!r}: 'path' is required for the file driver")
-    fsync = resolve_resource(spec, "file_io_sync", False, options.context)
+    fsync = resolve_member(spec, "file_io_sync", False, options.context)
     if not isinstance(fsync, bool):
         raise SpecError(f"kvstore spec {spec!r}: file_io_sync must be true or false, got "
                         f"{fsync!r}")

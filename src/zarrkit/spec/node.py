@@ -261,25 +261,17 @@ class SpecNode:
         """A lazy view of the whole array (TensorStore-style indexing and operations)."""
         return View(self, IndexTransform.identity(self.domain))
 
-    @property
-    def translate_to(self) -> Any:
-        return self.view.translate_to
+    def _view_operation(name: str) -> Any:  # noqa: N805 - builds the properties below
+        """The whole array's view's subscript operation `name`: `a.label[...]` is
+        `a.view.label[...]`, as in TensorStore."""
+        return property(lambda self: getattr(self.view, name))
 
-    @property
-    def translate_by(self) -> Any:
-        return self.view.translate_by
-
-    @property
-    def translate_backward_by(self) -> Any:
-        return self.view.translate_backward_by
-
-    @property
-    def mark_bounds_implicit(self) -> Any:
-        return self.view.mark_bounds_implicit
-
-    @property
-    def label(self) -> Any:
-        return self.view.label
+    translate_to = _view_operation("translate_to")
+    translate_by = _view_operation("translate_by")
+    translate_backward_by = _view_operation("translate_backward_by")
+    mark_bounds_implicit = _view_operation("mark_bounds_implicit")
+    label = _view_operation("label")
+    del _view_operation
 
     @property
     def T(self) -> View:  # noqa: N802 - numpy's and TensorStore's name
