@@ -214,6 +214,28 @@ def test_copy_all_reports_a_failure_after_the_lines_before_it(monkeypatch):
     assert lines == dry[:dry.index("copy /g1/a (4,) int16 -> /g1/a") + 1] and len(lines) == 9
 
 
+def test_copy_all_starts_no_sibling_after_a_failure(monkeypatch):
+    """Siblings are copied a few at once, but once one fails no further sibling is started:
+    only those already under way may finish (before, all 24 after the failure were copied)."""
+    src = zarrkit.open_group("memory://copy-fail-src", mode="w")
+    for i in range(30):
+        src.create_array(f"a{i:02}", shape=(4,), dtype="i2")[...] = i
+    into = zarrkit.open_group("memory://copy-fail-dst", mode="w")
+    real = copying._copy_array
+
+    def failing(source, dest, name, existing, state):
+        if source.path == "a05":
+            raise OSError("the store went away")
+        real(source, dest, name, existing, state)
+
+    monkeypatch.setattr(copying, "_copy_array", failing)
+    with pytest.raises(OSError, match="went away"):
+        zarrkit.copy_all(src, into)
+    copied = sorted(into.keys())
+    assert copied[:5] == [f"a{i:02}" for i in range(5)] and "a05" not in copied
+    assert len(copied) <= 5 + io_width(into.store.io_concurrency), copied
+
+
 def test_copy_all_of_a_slow_source_still_lists_it_a_level_at_a_time():
     store = SlowStore()
     build(store, 2, False)

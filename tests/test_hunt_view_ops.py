@@ -55,7 +55,9 @@ def _model(view: Any, data: np.ndarray) -> np.ndarray | None:
     for m in json.get("output", [{"input_dimension": j} for j in range(len(shape))]):
         if "index_array" in m:
             try:
-                values = np.broadcast_to(np.array(m["index_array"], np.int64), shape)
+                # offset and stride apart from the array, as TensorStore writes them
+                values = np.broadcast_to(m.get("offset", 0) + m.get("stride", 1) * np.array(
+                    m["index_array"], np.int64), shape)
             except ValueError:
                 return None
         elif "input_dimension" in m:

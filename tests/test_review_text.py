@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numcodecs
 import numpy as np
 import pytest
 
@@ -76,16 +77,18 @@ def test_v2_vlen_fill_values_are_normalized(tmp_path, dtype, fill, value, json_f
 
 def test_v2_vlen_bytes_number_fill_reads_as_bytes(tmp_path):
     """A numeric fill value of a vlen-bytes array (zarr-python 2 wrote 0) read as the int 0 in
-    missing chunks, but as b"" where a partial write had stored it: now its text, as for
-    vlen-utf8."""
+    missing chunks, but as b"" where a partial write had stored it: now b"" in both, as
+    numcodecs stores 0 (the "missing" value; the same for vlen-utf8)."""
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / ".zarray").write_text(json.dumps({
         "zarr_format": 2, "shape": [3], "chunks": [2], "dtype": "|O", "compressor": None,
         "fill_value": 0, "order": "C", "filters": [{"id": "vlen-bytes"}]}))
     a = zarrkit.open(tmp_path / "a")
-    assert a[...].tolist() == [b"0"] * 3
+    assert a[...].tolist() == [b""] * 3
     a[0] = b"q"
-    assert a[...].tolist() == [b"q", b"0", b"0"]
+    assert a[...].tolist() == [b"q", b"", b""]
+    assert numcodecs.VLenBytes().decode((tmp_path / "a" / "0").read_bytes()).tolist() == \
+        [b"q", b""]
 
 
 @pytest.mark.parametrize("dtype, codec, value", [

@@ -30,7 +30,7 @@ from .group import (
     finished_node,
     open_node,
 )
-from .kvstore import close_opened, discard_opened, open_kvstore
+from .kvstore import close_opened, discard_opened, get_kvstore_driver, open_kvstore
 from .metadata.names import normalize_path
 
 _MODES = ("r", "r+", "a", "w", "w-")
@@ -122,8 +122,7 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
     present unless `use_consolidated=False`.
     """
     where = _store_keyword(where, kwargs)
-    spec_types = ("Spec", "CastSpec")  # (spec/ imports this module: no isinstance)
-    if (isinstance(where, dict) and "driver" in where) or type(where).__name__ in spec_types:
+    if _is_tensorstore_spec(where):
         from .spec.open import open_spec  # the glue module imports the node modules
 
         if mode == "r":
@@ -138,6 +137,22 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
     store, full = _resolve(where, path, mode, kwargs.pop("storage_options", None))
     return _or_discard(store, where, lambda: _open_resolved(store, full, mode, zarr_format,
                                                             use_consolidated, kwargs))
+
+
+def _is_tensorstore_spec(where: Any) -> bool:
+    """A TensorStore-style spec (a `Spec`, or JSON whose driver is "zarr3", "cast", ...), not
+    where a node lives: a kvstore spec ({"driver": "file", ...}) is a store, as for
+    `open_group`."""
+    if type(where).__name__ in ("Spec", "CastSpec"):  # (spec/ imports this module)
+        return True
+    if not isinstance(where, dict) or "driver" not in where:
+        return False
+    driver = where["driver"]
+    try:
+        get_kvstore_driver(driver)
+    except (SpecError, TypeError):  # not a kvstore driver's name (TypeError: unhashable)
+        return True
+    return False
 
 
 def _open_resolved(store: Any, full: str, mode: str, zarr_format: int | None,

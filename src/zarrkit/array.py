@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from collections.abc import Callable, Iterator
@@ -401,10 +402,8 @@ class Array(Node, SpecNode, SelectionMethods):
         return _Indexer(self, vectorized_plan)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return as_numpy(self.read, dtype, copy, f"array {self.name}")
-
-    def read(self) -> np.ndarray:
-        return np.asarray(self[...])
+        # (`read()` is TensorStore's, returning a future: spec/node.py)
+        return as_numpy(lambda: np.asarray(self[...]), dtype, copy, f"array {self.name}")
 
     # -- changing the shape ----------------------------------------------------------------------
     def resize(self, *shape: Any, **options: Any) -> Any:
@@ -472,18 +471,14 @@ class Array(Node, SpecNode, SelectionMethods):
                 edges[key] = region
         self.store.delete_many(doomed)
         # Only stored edge chunks: erasing an absent one would store it (write_empty_chunks).
+        fill = np.asarray(self._engine.fill_value)
+        # Inner chunks wholly beyond the new shape end absent whatever write_empty_chunks says:
+        # they are erased by an engine that drops chunks left all fill.
+        dropping = dataclasses.replace(self._engine, write_empty_chunks=False)
         for key, stored in zip(edges, self.store.exists_many(list(edges)), strict=True):
-            if not stored:
-                continue
-            region = edges[key]  # set the part beyond the new shape to the fill value
-            for axis, n in enumerate(new_shape):
-                r = region[axis]
-                if r.stop > n:
-                    sel = list(region)
-                    sel[axis] = slice(n, r.stop)
-                    # The caller holds the exclusive shape lock: write without taking it.
-                    self._write_planned(self._plan(tuple(sel)),
-                                        np.asarray(self._engine.fill_value))
+            if stored:  # (the caller holds the exclusive shape lock: write without taking it)
+                for beyond, sel in _erasures(edges[key], new_shape, self._engine.read_chunk_shape):
+                    chunk_io.write(dropping if beyond else self._engine, self._plan(sel), fill)
 
     def _chunks_to_check(self, shape: tuple[int, ...], grid_chunks: tuple[int, ...]
                          ) -> Iterator[tuple[tuple[int, ...], str]]:
@@ -619,6 +614,20 @@ class Array(Node, SpecNode, SelectionMethods):
         other = _reopen(self.store, self.path, self._metadata, self.read_only, write_empty)
         self._share_open_state(other)  # the spec's cache pool, fill_missing_data_reads, ...
         return other
+
+
+def _erasures(region: tuple[slice, ...], shape: tuple[int, ...], inner: tuple[int, ...]
+              ) -> Iterator[tuple[bool, tuple[slice, ...]]]:
+    """The parts of an edge chunk's `region` beyond `shape` to set to the fill value, each with
+    whether its inner chunks lie wholly beyond `shape` (to be dropped) or straddle it."""
+    ends = [-(-n // c) * c for n, c in zip(shape, inner, strict=True)]  # first inner start beyond
+    for axis, (r, end) in enumerate(zip(region, ends, strict=True)):
+        if r.stop > end:  # whole inner chunks beyond, along this axis
+            yield True, region[:axis] + (slice(max(end, r.start), r.stop),) + region[axis + 1:]
+    within = tuple(slice(r.start, min(r.stop, end)) for r, end in zip(region, ends, strict=True))
+    for axis, (r, n) in enumerate(zip(within, shape, strict=True)):
+        if r.stop > n:  # the part beyond `shape` of inner chunks that straddle it
+            yield False, within[:axis] + (slice(n, r.stop),) + within[axis + 1:]
 
 
 def configured_write_empty(config: Any, options: dict[str, Any], current: bool,

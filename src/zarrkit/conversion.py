@@ -23,12 +23,14 @@ import numpy as np
 
 from . import api, formats, storage
 from .array import Array
+from .consolidated import consolidate_metadata
 from .creation import build_array_document, create_array_from_metadata, filled_replacing
 from .creation_v2 import build_v2_metadata
 from .engine.executor import ensure_concurrency, io_width, run_all
 from .errors import NodeExistsError, NodeNotFoundError, SpecError, ZarrkitError
 from .group import Group, create_group_at, finished_node, open_node
 from .kvstore import close_opened, discard_opened, open_kvstore
+from .metadata import xarray_fill
 from .metadata.json import json_dumps
 from .metadata.names import normalize_path
 from .metadata.upgrade import v2_compressor, v3_codecs, v3_data_type, v3_from_v2
@@ -53,21 +55,31 @@ def walk(node: Array | Group, rel: str = "") -> Iterator[tuple[str, Array | Grou
 # -- convert ----------------------------------------------------------------------------------
 
 
-def _v3_metadata(src: Array, chunks: Any, shards: Any, codecs: Any, where: str) -> Any:
+def _is_xarray_variable(src: Array, in_group: bool) -> bool:
+    """Whether `src` converts as an xarray variable (see `metadata.xarray_fill`)."""
+    return xarray_fill.is_variable(src.zarr_format, src.attrs, src.ndim, src.dimension_names,
+                                   in_group)
+
+
+def _v3_metadata(src: Array, chunks: Any, shards: Any, codecs: Any, where: str,
+                 xarray: bool) -> Any:
     if src.zarr_format == 3 and chunks is None and shards is None and codecs is None:
         return ArrayMetadataV3.from_json(src.metadata, where=where)  # an exact copy
     md = src._metadata
     if codecs is None:
         codecs = v3_codecs(md, exact=False, where=where) if src.zarr_format != 3 \
             else _chunk_codecs(src.metadata["codecs"])
-    attributes = dict(src.attrs)
+    attributes, fill = dict(src.attrs), None
     if src.zarr_format != 3:
         attributes.pop(DIMENSIONS_ATTRIBUTE, None)  # it becomes dimension_names
+        if xarray:  # v2's fill value is xarray's mask: v3 keeps it as an attribute
+            attributes, fill = xarray_fill.to_v3(attributes, src.fill_value, src.dtype)
     doc = build_array_document(
         src.shape, v3_data_type(md, where) if src.zarr_format != 3 else src.dtype,
         chunks=chunks or src.chunks, shards=shards if shards is not None else src.shards,
-        codecs=codecs, fill_value=np.asarray(src._engine.fill_value)[()],
-        dimension_names=src.dimension_names, attributes=attributes)
+        codecs=codecs, fill_value=np.asarray(src._engine.fill_value if fill is None else fill
+                                             )[()],
+        dimension_names=src.dimension_names or None, attributes=attributes)  # 0-d: none
     return ArrayMetadataV3.from_json(doc, where=where)
 
 
@@ -78,7 +90,8 @@ def _chunk_codecs(codecs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return codecs
 
 
-def _v2_metadata(src: Array, chunks: Any, shards: Any, codecs: Any, where: str) -> Any:
+def _v2_metadata(src: Array, chunks: Any, shards: Any, codecs: Any, where: str,
+                 xarray: bool) -> Any:
     if shards is not None or codecs is not None:
         raise SpecError("shards= and codecs= apply to Zarr v3 targets; v2 has neither")
     md = src._metadata
@@ -88,22 +101,37 @@ def _v2_metadata(src: Array, chunks: Any, shards: Any, codecs: Any, where: str) 
             compressor=md.compressor, fill_value=md.fill_value, order=md.order,
             filters=md.filters, dimension_separator=md.dimension_separator or ".",
             attributes=md.attributes, extra=md.extra, where=where)
-    names = src.dimension_names
+    names = () if xarray and src.ndim == 0 else src.dimension_names  # xarray's 0-d: []
+    attributes, fill = _v2_fill(src, xarray)
     return build_v2_metadata(
         src.shape, src.dtype, chunks=chunks or src.chunks,
-        compressor=v2_compressor(src.metadata["codecs"]), fill_value=src.fill_value,
+        compressor=v2_compressor(src.metadata["codecs"]), fill_value=fill,
         dimension_names=None if names is None or None in names else names,
-        attributes=dict(src.attrs), where=where)
+        attributes=attributes, where=where)
+
+
+def _v2_fill(src: Any, xarray: bool) -> tuple[dict[str, Any], Any]:
+    """(attributes, v2 fill value) of the v3 array `src` (a zarrkit or zarr-python array): an
+    xarray variable's mask is its `_FillValue` attribute, so v2 readers mask the same values; a
+    plain array (or an attribute not in xarray's encoding) keeps its fill value."""
+    if xarray:
+        try:
+            return xarray_fill.to_v2(src.attrs, np.dtype(src.dtype))
+        except (ValueError, TypeError):
+            pass
+    return dict(src.attrs), src.fill_value
 
 
 def _target(src: Array, zarr_format: int, chunks: Any, shards: Any, codecs: Any,
-            path: str) -> Any:
+            path: str, in_group: bool) -> Any:
     # One setting for a whole hierarchy: arrays of another rank keep their own chunking.
     chunks = chunks if _fits(chunks, src.ndim) else None
     shards = shards if _fits(shards, src.ndim) else None
+    xarray = _is_xarray_variable(src, in_group)
     if zarr_format == 3:
-        return _v3_metadata(src, chunks, shards, codecs, storage.join(path, "zarr.json"))
-    return _v2_metadata(src, chunks, shards, codecs, storage.join(path, ARRAY_KEY))
+        return _v3_metadata(src, chunks, shards, codecs, storage.join(path, "zarr.json"),
+                            xarray)
+    return _v2_metadata(src, chunks, shards, codecs, storage.join(path, ARRAY_KEY), xarray)
 
 
 def _fits(shape: Any, ndim: int) -> bool:
@@ -188,7 +216,14 @@ def convert(src: Any, dst: Any, *, zarr_format: int = 3, chunks: Any = None,
     Values are copied exactly (fill values, NaN payloads, byte order). `progress`: True for a
     progress bar on stderr, False, or a callable(done, total, label). Stores opened here from
     paths are closed when done (finishing a zip archive); the copy returned is then opened again
-    read-only.
+    read-only. A group read with consolidated metadata is copied with consolidated metadata.
+
+    xarray datasets keep what xarray reads: the fill value of a v2 xarray variable (its
+    `_FillValue` mask) becomes v3's `_FillValue` attribute, and back, and `_ARRAY_DIMENSIONS`
+    becomes `dimension_names`, and back. xarray variables are v2 arrays carrying
+    `_ARRAY_DIMENSIONS`, and v3 arrays with all dimensions named (0-d ones too) below a
+    converted group; other arrays are copied as plain Zarr, gaining no attribute (see
+    `metadata.xarray_fill`).
     """
     if zarr_format not in (2, 3):
         raise SpecError(f"convert: zarr_format must be 2 or 3, got {zarr_format!r}")
@@ -207,6 +242,8 @@ def convert(src: Any, dst: Any, *, zarr_format: int = 3, chunks: Any = None,
             storage.delete_node(store, root)  # only now: a refusal above must keep the old node
         try:
             copied = _convert_nodes(planned, store, root, zarr_format, progress)
+            if isinstance(source, Group) and source._consolidated is not None:
+                consolidate_metadata(store, path=root, zarr_format=zarr_format)
         except ZarrkitError as e:
             raise type(e)(f"convert: stopped part-way, so {dst!r} holds an incomplete copy "
                           f"(delete it, or convert again with overwrite=True): {e}") from e
@@ -245,7 +282,7 @@ def _plan_nodes(nodes: list[tuple[str, Array | Group]], root: str, zarr_format: 
     planned: list[tuple[str, Array | Group, Any]] = []
     for rel, node in nodes:
         path = storage.join(root, rel) if rel else root
-        md = _target(node, zarr_format, chunks, shards, codecs, path) \
+        md = _target(node, zarr_format, chunks, shards, codecs, path, bool(rel)) \
             if isinstance(node, Array) else None
         planned.append((path, node, md))
     return planned
@@ -286,6 +323,10 @@ def _create_nodes(planned: list[tuple[str, Array | Group, Any]], store: Any,
 
 # -- from_array -------------------------------------------------------------------------------
 
+#: `from_array(fill_value=NULL_FILL)`: v2's null fill value (None keeps the source's); what
+#: `copy` gives an xarray variable without a mask copied into v2.
+NULL_FILL: Any = type("NullFill", (), {"__repr__": lambda self: "NULL_FILL"})()
+
 
 def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: str | None = None,
                chunks: Any = "keep", shards: Any = "keep", filters: Any = "keep",
@@ -314,6 +355,8 @@ def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: s
     given = {"fill_value": fill_value, "chunk_key_encoding": chunk_key_encoding,
              "dimension_names": dimension_names}
     options |= {k: v for k, v in given.items() if v is not None}
+    if fill_value is NULL_FILL:
+        options["fill_value"] = None
     if name is not None:
         kwargs["path"] = storage.join(normalize_path(kwargs.pop("path", None) or ""), name)
     if kwargs.get("overwrite"):
@@ -453,6 +496,9 @@ def _v3_document(node: Array | Group) -> dict[str, Any]:
     if isinstance(node, Group):
         return GroupMetadataV3.create(dict(node.attrs)).to_json()
     doc = v3_from_v2(node._metadata, exact=True, where=where)
+    if _is_xarray_variable(node, in_group=True):  # the mask as v3's _FillValue attribute; the
+        doc["attributes"] = xarray_fill.to_v3(  # fill value stays: chunks are not rewritten
+            doc["attributes"], node.fill_value, node.dtype)[0]
     ArrayMetadataV3.from_json(doc, where=where)  # validate before anything is written
     return doc
 
@@ -479,19 +525,25 @@ def upgrade_metadata(where: Any, *, path: str | None = None, keep_v2_metadata: b
     compressors the v3 specification lacks). Raises (writing nothing) if any array has a type
     or a filter chain v3 cannot express; `convert` copies those.
     The old documents are removed unless `keep_v2_metadata` (see the module docstring); on a
-    hierarchy already upgraded, those a killed run left are.
+    hierarchy already upgraded, those a killed run left are. Consolidated metadata is written
+    again as v3's. xarray variables (v2 arrays carrying `_ARRAY_DIMENSIONS`) get their mask
+    (the v2 fill value) as v3's `_FillValue` attribute too, so xarray reads the same values
+    (see `convert`).
     """
     root = _open_source(where, "upgrade_metadata", mode="r+", path=path,
                         use_consolidated=False)
-    if root.zarr_format == 3:  # upgraded already, or by a run killed while it removed the old
-        if not keep_v2_metadata:  # documents: this run removes those left
+    if root.zarr_format == 3:  # upgraded already, or by a run killed before it consolidated
+        if isinstance(root, Group) and root.store.exists(formats.key(root.path, ".zmetadata")):
+            consolidate_metadata(root.store, path=root.path, zarr_format=3)
+        if not keep_v2_metadata:  # or while it removed the old documents: those left go
             _remove_old_documents(root.store, [node for _, node in walk(root)],
                                   (ARRAY_KEY, GROUP_KEY, ATTRS_KEY, ".zmetadata"))
-        return finished_node(root, where)
+        return finished_node(open_node(root.store, root.path, zarr_format=3), where)
     nodes = [node for _, node in walk(root)]
     docs = [(node.path, _v3_document(node)) for node in nodes]
     callback, finish = make_callback(progress)
     store = root.store
+    consolidated = isinstance(root, Group) and store.exists(formats.key(root.path, ".zmetadata"))
     try:
         # Children first, the root last: until the root's zarr.json exists the hierarchy still
         # opens as v2 (members are looked up in their group's format), so a run that is killed
@@ -499,7 +551,9 @@ def upgrade_metadata(where: Any, *, path: str | None = None, keep_v2_metadata: b
         for i, (node_path, doc) in enumerate(reversed(docs)):
             store.set(formats.key(node_path, formats.V3_KEY), json_dumps(doc))
             callback(i + 1, len(docs), node_path or "/")
-        if not keep_v2_metadata:
+        if consolidated:  # consolidated again, as v3 records it (in the root's zarr.json),
+            consolidate_metadata(store, path=root.path, zarr_format=3)  # while .zmetadata
+        if not keep_v2_metadata:  # still tells a run killed before this to do it
             _remove_old_documents(store, nodes)
     finally:
         finish()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,12 +23,14 @@ import numpy as np
 
 from . import formats, storage
 from .array import Array
-from .conversion import from_array
+from .conversion import NULL_FILL, from_array
 from .engine.executor import run_io
 from .errors import InvalidNameError, NodeExistsError, NodeTypeError, SpecError
 from .group import Group, listed_below, open_node
 from .kvstore import open_kvstore
+from .metadata import xarray_fill
 from .metadata.names import normalize_path
+from .metadata.v2 import DIMENSIONS_ATTRIBUTE
 
 IF_EXISTS = ("raise", "replace", "skip", "skip_initialized")
 
@@ -166,7 +169,8 @@ def _copy_members(source: Any, dest: Group | None, parent: str, state: _Copying,
     zarrkit group into another, what `dest` has of them is read in one request and the members
     are copied concurrently (as many at once as the destination store wants), their log lines
     written in order all the same; with if_exists="raise", those before the first that exists
-    are copied, and then that one raises, as one by one."""
+    are copied, and then that one raises, as one by one. After a member fails, no sibling
+    is started: only those already being copied may finish."""
     members = _members(source, state, 0 if shallow else None)
     if dest is None or state.dry_run or not isinstance(source, Group) or len(members) < 2 \
             or dest._consolidated is not None:  # (then what exists is known without a read)
@@ -176,9 +180,20 @@ def _copy_members(source: Any, dest: Group | None, parent: str, state: _Copying,
     found = _existing(dest, [key for key, _ in members])
     first = next((i for i, f in enumerate(found) if f is not None), len(members)) \
         if state.if_exists == "raise" else len(members)
-    done = run_io(lambda job: _copied_apart(job, dest, parent, state, shallow),
-                  list(zip(members, found, strict=True))[:first], dest.store.io_concurrency)
-    for apart, error in done:
+    failed = threading.Event()  # set when a member fails: siblings not yet started are skipped
+
+    def copied(job: tuple[tuple[str, Any], Any]) -> tuple[_Copying, BaseException | None] | None:
+        if failed.is_set():
+            return None
+        apart, error = _copied_apart(job, dest, parent, state, shallow)
+        if error is not None:
+            failed.set()
+        return apart, error
+
+    done = run_io(copied, list(zip(members, found, strict=True))[:first],
+                  dest.store.io_concurrency)
+    # Members are started in order, so any not started come after the one that failed.
+    for apart, error in filter(None, done):
         for line in apart.lines:
             state.log(line)
         state.copied, state.skipped = state.copied + apart.copied, state.skipped + apart.skipped
@@ -241,6 +256,8 @@ def _copy_array(source: Any, dest: Group | None, name: str, existing: Any,
     kws = dict(state.create_kws)
     if existing is not None:  # replaced once the copy is complete: a failure keeps it
         kws["overwrite"] = True
+    attrs = _across_formats(source, dest.zarr_format, kws,
+                            {} if state.without_attrs else _attributes(source))
     fill = getattr(source, "fillvalue", getattr(source, "fill_value", None))  # h5py's, zarr's
     if not isinstance(source, Array) and fill is not None and "fill_value" not in kws:
         kws["fill_value"] = fill
@@ -250,9 +267,49 @@ def _copy_array(source: Any, dest: Group | None, name: str, existing: Any,
     copied = from_array(dest.store, data=_text_view(source, kws),
                         name=storage.join(dest.path, name),
                         zarr_format=dest.zarr_format, **kws)
-    attrs = {} if state.without_attrs else _attributes(source)
     if attrs:  # (nothing to add: no request)
         copied.attrs.update(attrs)
+
+
+def _across_formats(source: Any, dest_format: int, kws: dict[str, Any],
+                    attrs: dict[str, Any]) -> dict[str, Any]:
+    """The attributes to give the copy of a zarrkit or zarr-python array in the other Zarr
+    format; an xarray variable's mask moves between v2's fill value and v3's `_FillValue`
+    attribute, as `convert` moves it (see `metadata.xarray_fill`), unless `fill_value` is
+    given."""
+    fmt = _zarr_format(source)
+    if fmt is None or (fmt == 3) == (dest_format == 3) or "fill_value" in kws:
+        return attrs
+    names = getattr(source, "dimension_names", None) if isinstance(source, Array) \
+        else getattr(source.metadata, "dimension_names", None)
+    full, dtype = dict(source.attrs), np.dtype(source.dtype)
+    if not xarray_fill.is_variable(fmt, full, source.ndim, names, in_group=True):
+        return attrs
+    if "dimension_names" not in kws and source.ndim == 0 and dest_format != 3:
+        kws["dimension_names"] = ()  # xarray's 0-d variables: an empty _ARRAY_DIMENSIONS
+    elif "dimension_names" not in kws and names is None and fmt != 3:  # zarr-python's v2
+        kws["dimension_names"] = tuple(full[DIMENSIONS_ATTRIBUTE])
+    if dest_format == 3:
+        moved, fill = xarray_fill.to_v3(full, source.fill_value, dtype)
+        if fill is not None:
+            kws["fill_value"] = fill
+    else:
+        try:
+            moved, fill = xarray_fill.to_v2(full, dtype)
+        except ValueError:  # not xarray's encoding: copied as plain Zarr
+            return attrs
+        kws["fill_value"] = NULL_FILL if fill is None else fill
+    return {k: v for k, v in moved.items() if k in attrs or k == xarray_fill.FILL_ATTRIBUTE} \
+        if attrs else {}
+
+
+def _zarr_format(source: Any) -> int | None:
+    """A zarrkit or zarr-python array's Zarr format (v1 counts as v2), else None."""
+    if isinstance(source, Array):
+        return source.zarr_format
+    md = getattr(source, "metadata", None)
+    return getattr(md, "zarr_format", None) if type(source).__module__.startswith("zarr.") \
+        else None
 
 
 def _text_view(source: Any, kws: dict[str, Any]) -> Any:

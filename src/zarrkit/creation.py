@@ -439,9 +439,12 @@ def digit_fill(digit: int, dtype: Any) -> Any:
     """The fill of zeros/ones: the number, or for the text and bytes types the digit as text
     (as zarr-python; a number is no fill value of theirs)."""
     try:
-        kind = DataType.parse(dtype).kind
+        data_type = DataType.parse(dtype)
     except ZarrkitError:
         return digit  # creating names the bad data type
+    kind = data_type.kind
+    if kind == "raw":  # the bytes numpy's zeros/ones give: the digit, then zero bytes
+        return bytes([digit]) + bytes(data_type.dtype.itemsize - 1)
     if kind in ("str", "vlen_str"):
         return str(digit)
     return str(digit).encode() if kind in ("bytes", "vlen_bytes") else digit

@@ -102,7 +102,8 @@ class ChunkNotFoundError(StoreError, FileNotFoundError):
 
 
 class StoreUnreachableError(StoreError, ConnectionError):
-    """A remote store's endpoint could not be reached (after the bounded retries)."""
+    """A remote store's endpoint could not be reached, or kept answering that it is unavailable
+    (HTTP 502, 503, 504), after the bounded retries."""
 
 
 class PermissionDeniedError(StoreError, PermissionError):

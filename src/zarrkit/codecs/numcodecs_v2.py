@@ -139,6 +139,10 @@ class V2ChunkCodec(ArrayBytesCodec):
             data: Any = np.array(array, dtype=self.stored, order="C")
             if self._vlen_type() is not None:  # numpy's str_/bytes_ as plain str/bytes
                 data = exact_values(data.reshape(-1), self._vlen_type()).reshape(data.shape)
+            if data.ndim == 0 and self.filter_json[0]["id"] == "msgpack2":
+                # numcodecs' MsgPack cannot take a 0-d array (it extends the element, the
+                # caller's list, in place); one element is what it and zarr-python 2 decode.
+                data = data.reshape(1)
         else:
             data = np.ascontiguousarray(array, dtype=self.stored)
             # Sub-byte types: unused high bits stored as zeros, as TensorStore writes them.

@@ -1369,6 +1369,28 @@ def inner_chunks_stored(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> int
     return sum(_run(arr, bounded(arr.copy_limit, count), shards, inline=len(shards) <= 1))
 
 
+def inner_chunks_present(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> list[np.ndarray]:
+    """Of each shard (grid positions, plain sharding only), the positions in the array's grid
+    of inner chunks (rows of an (n, rank) array) its stored index holds within the array's
+    bounds; none for a shard not stored. Indexes read afresh, as `inner_chunks_stored`."""
+    sharding = arr.sharding
+    if sharding is None:
+        raise TypeError("inner_chunks_present: the array is not plainly sharded")
+    cps = sharding.chunks_per_shard
+    grid = [-(-s // c) for s, c in zip(arr.shape, sharding.chunk_shape, strict=True)]
+
+    def present(shard: tuple[int, ...]) -> np.ndarray:
+        index, _ = _shard_index(arr, sharding, shard, fresh=True)
+        if index is None:
+            return np.empty((0, len(cps)), dtype=np.int64)
+        inside = tuple(slice(0, max(0, min(n, g - s * n)))
+                       for s, n, g in zip(shard, cps, grid, strict=True))
+        local = np.argwhere(index[inside][..., 0] != _EMPTY)
+        return local + np.asarray(shard, dtype=np.int64) * np.asarray(cps, dtype=np.int64)
+
+    return _run(arr, bounded(arr.copy_limit, present), shards, inline=len(shards) <= 1)
+
+
 def stored_sizes(store: KvStore, keys: list[str]) -> list[int]:
     """The sizes of the stored `keys` (0 for one deleted since it was listed), asked for on
     the pool: one request each on a network store, as many in flight as it wants."""

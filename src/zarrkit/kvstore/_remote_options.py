@@ -48,6 +48,10 @@ class RemoteOptions:
     client: dict[str, Any] = field(default_factory=dict)
     max_retries: int = 3
     retry_timeout: float = 30.0
+    #: The first wait before a retry and the bound on the growing waits, in seconds (what a
+    #: spec's *_request_retries `initial_delay` and `max_delay` set).
+    initial_delay: float = 0.1
+    max_delay: float = 5.0
     locking: bool = True
 
 
@@ -117,6 +121,8 @@ def _common(opts: dict[str, Any]) -> dict[str, Any]:
         client["allow_invalid_certificates"] = True
     kw["max_retries"] = _number(opts, "max_retries", 3, int)
     kw["retry_timeout"] = _number(opts, "retry_timeout", 30, float)
+    kw["initial_delay"] = _number(opts, "retry_initial_delay", 0.1, float)
+    kw["max_delay"] = _number(opts, "retry_max_delay", 5, float)
     locking = opts.pop("locking", "conditional")
     if locking not in ("conditional", "none", True, False):
         raise SpecError(f"storage option locking={locking!r}: expected 'conditional' or 'none'")
@@ -290,6 +296,6 @@ def http_options(options: Mapping[str, Any] | None) -> RemoteOptions:
     opts.pop("instance_metadata", None)
     if opts:
         raise SpecError(f"storage options {sorted(opts)} are not supported by the http store "
-                        "(supported: headers, max_retries, retry_timeout, connect_timeout, "
-                        "timeout)")
+                        "(supported: headers, max_retries, retry_timeout, retry_initial_delay, "
+                        "retry_max_delay, connect_timeout, timeout)")
     return RemoteOptions(**kw)

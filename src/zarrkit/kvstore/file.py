@@ -192,8 +192,8 @@ def _inode_generation(fd: int) -> int | None:
 _T = TypeVar("_T")
 
 
-def _rebuild(root: str, read_only: bool, fsync: bool) -> FileStore:
-    return FileStore(root, read_only, fsync=fsync)
+def _rebuild(root: str, read_only: bool, fsync: bool, process_locks: bool = True) -> FileStore:
+    return FileStore(root, read_only, fsync=fsync, process_locks=process_locks)
 
 
 class FileStore(KvStore):
@@ -206,12 +206,16 @@ class FileStore(KvStore):
         return _file_batch.AVAILABLE
 
     def __init__(
-        self, root: str | os.PathLike[str], read_only: bool = False, *, fsync: bool = False
+        self, root: str | os.PathLike[str], read_only: bool = False, *, fsync: bool = False,
+        process_locks: bool = True,
     ) -> None:
         super().__init__(read_only=read_only)
         root = local_path(root, "file store")
         self.root = root
         self.fsync = fsync
+        # False (TensorStore's file_io_locking "none"): locks exclude this process's threads
+        # only, for a user who knows no other process writes (or whose file system has none).
+        self.process_locks = process_locks
         self._base = root if root.endswith("/") else root + "/"
         self._real_root = os.path.realpath(root)
         self._real_base = self._real_root.rstrip("/") + "/"
@@ -828,7 +832,8 @@ class FileStore(KvStore):
         """Whether `value` was stored by `_file_batch.replace_locked`; False, with nothing
         stored, when it was not (a missing directory, a link, a lock file deleted meanwhile, an
         error, or no C batches): the usual way handles that."""
-        if not (_file_batch.AVAILABLE and self.lock_whole_writes and _OFD_SETLKW is not None):
+        if not (_file_batch.AVAILABLE and self.lock_whole_writes and _OFD_SETLKW is not None
+                and self.process_locks):
             return False
         self._check_writable(key)
         self._path(key)
@@ -952,7 +957,8 @@ class FileStore(KvStore):
         """The directory holding the root (by its path, links not resolved: a hierarchy's
         layout is its paths'), or None at the file system's root."""
         up, name = os.path.split(self.root.rstrip("/"))
-        return (FileStore(up, self.read_only, fsync=self.fsync), name) if name else None
+        parent = FileStore(up, self.read_only, fsync=self.fsync, process_locks=self.process_locks)
+        return (parent, name) if name else None
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
@@ -960,7 +966,7 @@ class FileStore(KvStore):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Locks are not picklable; a copy in another process reopens the same directory.
-        return (_rebuild, (self.root, self.read_only, self.fsync))
+        return (_rebuild, (self.root, self.read_only, self.fsync, self.process_locks))
 
 
 class _HeldDir:
@@ -1165,6 +1171,9 @@ class _KeyLock:
     def _target(self) -> None:
         """The lock file and byte(s) of the keys: their node's."""
         store = self._store
+        if not store.process_locks:  # no lock file is looked for, opened or made
+            self._home, self._lock_file, self._own_fd, self._offset = "", None, True, 0
+            return
         self._home = store._lock_home(self._key)  # every key of a run has the same
         # Shared locks (and flock) need a description of their own; see _ProcessLockFile.
         self._lock_file = None if self._shared or _OFD_SETLKW is None else \
@@ -1202,6 +1211,8 @@ class _KeyLock:
 
     def _lock(self) -> int:
         store = self._store
+        if not store.process_locks:
+            return -1  # the thread locks alone
         for attempt in range(_RELOCK_ATTEMPTS):
             fd = store._open_lock_file(self._key, self._home) if self._lock_file is None \
                 else self._lock_file.descriptor(self._key)
@@ -1241,8 +1252,8 @@ class _KeyLock:
     def __exit__(self, *exc: object) -> None:
         fd, self._fd = self._fd, -1
         try:
-            if self._pid != os.getpid():
-                pass  # the parent's lock, taken before a fork: not the child's to release
+            if self._pid != os.getpid() or fd < 0:
+                pass  # the parent's lock, taken before a fork (or none): not ours to release
             else:
                 self._unlock(fd)
         finally:

@@ -41,7 +41,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ..errors import (
     CredentialsError,
@@ -76,6 +76,10 @@ def _obstore() -> Any:
     return obstore
 
 
+#: Characters a key keeps unescaped in the URLs messages show (RFC 3986's pchar, as in url.py).
+_URL_SAFE = "/:@!$&'()*+,;="
+
+
 @dataclass(frozen=True)
 class Location:
     """Which remote store: `kind` ("s3", "gcs", "azure", "http"), bucket/container or base URL,
@@ -91,14 +95,20 @@ class Location:
         scheme = {"s3": "s3://", "gcs": "gs://", "azure": "az://", "http": ""}[self.kind]
         bucket = _split_userinfo(self.bucket)[0] if self.kind == "http" else self.bucket
         base = scheme + bucket.rstrip("/")
-        return f"{base}/{self.prefix}" if self.prefix else base
+        # Percent-encoded, as URLs are read (s3://b/my%20data is the prefix "my data").
+        return f"{base}/{quote(self.prefix, safe=_URL_SAFE)}" if self.prefix else base
 
 
 def _retry_config(options: RemoteOptions) -> dict[str, Any]:
     return {"max_retries": options.max_retries,
             "retry_timeout": timedelta(seconds=options.retry_timeout),
-            "backoff": {"init_backoff": timedelta(milliseconds=100),
-                        "max_backoff": timedelta(seconds=5), "base": 2}}
+            "backoff": {"init_backoff": _delay(options.initial_delay),
+                        "max_backoff": _delay(options.max_delay), "base": 2}}
+
+
+def _delay(seconds: float) -> timedelta:
+    # TensorStore accepts "inf" and negative durations; a day is as good as forever here.
+    return timedelta(seconds=min(max(seconds, 0.0), 86400.0))
 
 
 def build_client(loc: Location) -> Any:
@@ -157,6 +167,9 @@ _STATUS = re.compile(r"status code: (\d{3})\b")
 # reqwest's error kind in obstore's debug dump: the server took longer than `timeout` allows.
 _TIMEOUT = re.compile(r"kind: Timeout\b|source: TimedOut\b")
 _CODE = re.compile(r"<Code>(\w+)</Code>")
+# Answers saying the service cannot serve now (bad gateway, unavailable or "SlowDown", gateway
+# timeout): the endpoint is as good as unreachable, for callers who retry later.
+_UNAVAILABLE = ("502", "503", "504")
 
 
 def _codes(text: str) -> set[str]:
@@ -178,6 +191,10 @@ def map_error(exc: BaseException, action: str, key: str, where: str) -> StoreErr
         return StoreError(f"{head}: the bucket does not exist")
     if isinstance(exc, exceptions.NotSupportedError):
         return NotSupportedError(f"{head}: not supported by this store ({short})")
+    status = _STATUS.search(full)
+    if status is not None and status.group(1) in _UNAVAILABLE:  # still, after the retries
+        return StoreUnreachableError(f"{head}: the service is unavailable (HTTP "
+                                     f"{status.group(1)}) ({short})")
     if _TIMEOUT.search(full):
         return StoreUnreachableError(f"{head}: the request timed out (storage options "
                                      f"'timeout', 'connect_timeout') ({short})")

@@ -20,6 +20,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..errors import SpecError
 from . import _remote_options as ro
+from ._io_resources import normalize as normalize_resource
+from ._io_resources import seconds
 from .base import KvStore, validate_key
 from .object_store import Location, ObjectStore
 from .resources import resolve_member
@@ -28,6 +30,7 @@ from .url import (
     OpenOptions,
     _unquote,
     check_resource,
+    check_tuning,
     register_kvstore_driver,
     valid_concurrency,
 )
@@ -59,8 +62,15 @@ def _storage(spec: Mapping[str, Any], options: OpenOptions) -> dict[str, Any]:
     name = _RETRIES.get(spec.get("driver"))
     # As in TensorStore, a spec without the member uses its context's resource, if defined.
     retries = resolve_member(spec, name, {}, options.context) if name else {}
-    if isinstance(retries, Mapping) and "max_retries" in retries:  # storage_options win
-        merged.setdefault("max_retries", retries["max_retries"])
+    if name and isinstance(retries, Mapping):  # storage_options win
+        # Refused as TensorStore refuses it (a context's was checked as it was made).
+        normalize_resource(name, dict(retries), f"kvstore spec {dict(spec)!r}: {name}")
+        if "max_retries" in retries:
+            merged.setdefault("max_retries", int(retries["max_retries"]))
+        for member, option in (("initial_delay", "retry_initial_delay"),
+                               ("max_delay", "retry_max_delay")):
+            if member in retries:  # else zarrkit's shorter defaults
+                merged.setdefault(option, seconds(retries, member, "0"))
     return merged
 
 
@@ -108,6 +118,8 @@ def _default(storage: dict[str, Any], names: tuple[str, ...], value: Any) -> Non
 def _concurrency(spec: Spec) -> None:
     for name in ("s3_request_concurrency", "gcs_request_concurrency", "http_request_concurrency"):
         check_resource(spec, name, valid_concurrency, '{"limit": n >= 1}')
+    for name in ("s3_request_retries", "gcs_request_retries", "http_request_retries"):
+        check_tuning(spec, name)
 
 
 def _strings(spec: Spec, *names: str) -> None:

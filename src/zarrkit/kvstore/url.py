@@ -27,6 +27,7 @@ from urllib.parse import quote, unquote
 
 from ..errors import InvalidKeyError, SpecError
 from . import foreign
+from ._io_resources import normalize as normalize_resource
 from .base import KvStore, validate_key
 from .file import FileStore
 from .memory import MemoryStore
@@ -175,11 +176,6 @@ def check_resource(spec: Spec, name: str, valid: Callable[[Any], bool], expected
                         f"a {name} resource, got {value!r}")
 
 
-def _mode_object(*modes: str) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, dict) and set(v) <= {"mode"} and v.get("mode", modes[0]) \
-        in modes
-
-
 def valid_concurrency(value: Any) -> bool:
     """A concurrency resource object: {"limit": n >= 1 or "shared"} (limit optional)."""
     if not isinstance(value, dict) or set(value) - {"limit"}:
@@ -189,13 +185,17 @@ def valid_concurrency(value: Any) -> bool:
     return limit == "shared" or (whole and limit >= 1)
 
 
+def check_tuning(spec: Spec, name: str) -> None:
+    """An I/O tuning member (file_io_locking, *_request_retries, ...): a reference, or a
+    value TensorStore accepts for that resource."""
+    if name in spec and not is_reference(spec[name], name):
+        normalize_resource(name, spec[name], f"kvstore spec {dict(spec)!r}: {name}")
+
+
 def _check_file(spec: Spec) -> None:
     check_resource(spec, "file_io_concurrency", valid_concurrency, '{"limit": n >= 1}')
-    check_resource(spec, "file_io_sync", lambda v: isinstance(v, bool), "true or false")
-    check_resource(spec, "file_io_locking", _mode_object("os", "lockfile", "none", "non_atomic"),
-                   '{"mode": "os"|"lockfile"|"none"|"non_atomic"}')
-    check_resource(spec, "file_io_mode", _mode_object("default", "memmap", "direct"),
-                   '{"mode": "default"|"memmap"|"direct"}')
+    for name in ("file_io_sync", "file_io_locking", "file_io_mode", "file_io_retries"):
+        check_tuning(spec, name)
 
 
 def _file_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
@@ -206,7 +206,12 @@ def _file_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
     if not isinstance(fsync, bool):
         raise SpecError(f"kvstore spec {spec!r}: file_io_sync must be true or false, got "
                         f"{fsync!r}")
-    return FileStore(path, options.read_only, fsync=fsync), ""
+    locking = normalize_resource("file_io_locking", resolve_member(
+        spec, "file_io_locking", {}, options.context), f"kvstore spec {spec!r}: file_io_locking")
+    # "none" and "non_atomic" ask for no locks between processes; "lockfile" for locks, which
+    # the store takes its own way (as for "os").
+    process_locks = locking.get("mode", "os") in ("os", "lockfile")
+    return FileStore(path, options.read_only, fsync=fsync, process_locks=process_locks), ""
 
 
 # -- memory --------------------------------------------------------------------------------

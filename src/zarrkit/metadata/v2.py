@@ -133,11 +133,13 @@ class ArrayMetadataV2:
         if data_type.kind != "object":
             return data_type.default_fill_value() if value is None else value
         codec = self._object_codec()
+        # numcodecs' vlen codecs store 0 (zarr-python 2's default fill value) as the empty
+        # value, "missing": so chunks zarr-python 2 wrote hold "" where nothing was written.
+        empty = value is None or isinstance(value, int | float) and value == 0
         if codec == "vlen-utf8":
-            return "" if value is None else value if isinstance(value, str) else str(value)
+            return "" if empty else value if isinstance(value, str) else str(value)
         if codec == "vlen-bytes":
-            return b"" if value is None else value if isinstance(value, bytes) \
-                else str(value).encode()
+            return b"" if empty else value if isinstance(value, bytes) else str(value).encode()
         return value
 
     def _build_chain(self) -> CodecChain:
@@ -258,7 +260,7 @@ class ArrayMetadataV2:
 def _vlen_fill(value: Any, codec: str | None, where: str) -> Any:
     """The fill value of a vlen-utf8 (vlen-bytes) array as str (bytes), what its codec stores and
     JSON can hold; a user's text for vlen-bytes is encoded (from_json has decoded the base64).
-    Finite numbers stay: zarr-python 2 wrote 0, which reads as its text."""
+    Finite numbers stay: zarr-python 2 wrote 0, which numcodecs stores as the empty value."""
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or codec not in ("vlen-utf8", "vlen-bytes") or \

@@ -38,12 +38,16 @@ def _kind(name: str) -> str:
         return "text"
     if name == "bool":
         return "bool"
+    if name[:1] == "r" and name[1:].isdigit():  # v3's raw bits: no numeric meaning to convert
+        return "raw"
     return "complex" if name.startswith("complex") else "number"
 
 
 def converts(source: str, target: str) -> bool:
     """Whether TensorStore converts elements of type `source` to type `target`."""
     a, b = _kind(source), _kind(target)
+    if "raw" in (a, b):  # only to the same type (TensorStore: "Cannot convert int16 <-> byte")
+        return source == target
     if a == "text":
         return b == "text"
     if b == "text":
@@ -71,7 +75,16 @@ def _dtype_argument(dtype: Any) -> str:
     if not isinstance(dtype, str | np.dtype | type):
         raise CastTypeError(f"cast: dtype: expected a data type (a name, numpy dtype or "
                             f"type), got {type(dtype).__name__} {dtype!r}")
-    return _cast_name(dtype, "cast: dtype")
+    if dtype in _PYTHON_TEXT:  # as TensorStore: Python's str and bytes are its text types
+        return _PYTHON_TEXT[dtype]
+    name = _cast_name(dtype, "cast: dtype")
+    if isinstance(dtype, str) and name != dtype:  # TensorStore refuses numpy's "f4", "<i2"
+        raise SpecError(f"cast: dtype: {dtype!r} is not a TensorStore data type name; give "
+                        f"{name!r} (or a numpy dtype object, np.dtype({dtype!r}))")
+    return name
+
+
+_PYTHON_TEXT: dict[Any, str] = {str: "ustring", bytes: "string"}
 
 
 def _as_text(data: np.ndarray, source: str, target: str) -> np.ndarray:

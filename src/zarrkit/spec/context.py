@@ -15,6 +15,7 @@ from typing import Any
 
 from ..engine.cache import ChunkCache
 from ..errors import SpecError
+from ..kvstore._io_resources import NORMALIZE, normalize
 from ..kvstore.memory import MemoryStore
 from ..kvstore.resources import DEFAULT, KvStoreContext, check_alias, follow
 from ..kvstore.url import valid_concurrency
@@ -22,17 +23,20 @@ from .metadata_cache import MetadataCache
 
 _CONCURRENCY = ("data_copy_concurrency", "file_io_concurrency", "s3_request_concurrency",
                 "gcs_request_concurrency", "http_request_concurrency")
-# Resources with no object here: the kvstore drivers read their JSON (file_io_sync, retries,
-# aws_credentials), or they change nothing in zarrkit (TensorStore's own I/O tuning).
-_PASSIVE = ("file_io_sync", "file_io_locking", "file_io_mode", "file_io_retries",
-            "ocdbt_coordinator", "http_request_retries", "experimental_gcs_rate_limiter",
-            "gcs_user_project", "gcs_request_retries", "s3_request_retries",
+# I/O tuning (file_io_sync, file_io_locking, retries, ...): checked and written as in
+# TensorStore; the kvstore drivers read their JSON.
+_TUNING = tuple(NORMALIZE)
+# Resources kept as given: the kvstore drivers read their JSON (aws_credentials), or they
+# change nothing in zarrkit (rate limiters, the OCDBT coordinator).
+_PASSIVE = ("ocdbt_coordinator", "experimental_gcs_rate_limiter", "gcs_user_project",
             "experimental_s3_rate_limiter", "aws_credentials")
 _MEMORY = "memory_key_value_store"
 # What a spec's kvstore gets for resources its contexts leave undefined, where TensorStore's
 # default is not the native API's (which does not fsync: it costs milliseconds per chunk).
 _TENSORSTORE_DEFAULTS = {"file_io_sync": True}
-_KINDS = ("cache_pool", *_CONCURRENCY, _MEMORY, *_PASSIVE)
+_KINDS = ("cache_pool", *_CONCURRENCY, _MEMORY, *_TUNING, *_PASSIVE)
+#: Every context resource kind: the spec members `Spec.update(strip_context=True)` drops.
+RESOURCE_KINDS = frozenset(_KINDS)
 
 
 class CachePool:
@@ -84,6 +88,17 @@ class MemoryResource:
         return {}
 
 
+class _Tuning:
+    """An I/O tuning resource (file_io_locking, *_request_retries, ...): checked and written
+    as TensorStore does; the kvstore drivers read its JSON."""
+
+    def __init__(self, kind: str, json: Any, where: str) -> None:
+        self.json = normalize(kind, json, where)
+
+    def to_json(self) -> Any:
+        return copy.deepcopy(self.json)
+
+
 class _Passive:
     def __init__(self, json: Any, where: str) -> None:
         self.json = copy.deepcopy(json)
@@ -125,6 +140,8 @@ def _make(kind: str, json: Any, where: str) -> Any:
         return ConcurrencyLimit(json, where)
     if kind == _MEMORY:
         return MemoryResource(json, where)
+    if kind in _TUNING:
+        return _Tuning(kind, json, where)
     return _Passive(json, where)
 
 

@@ -8,25 +8,29 @@ revalidation bounds.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from .. import storage
 from ..engine.cache import CacheBinding
 from ..errors import MetadataError, SpecError
-from ..kvstore import MemoryStore, kvstore_spec
+from ..kvstore import MemoryStore, kvstore_spec, kvstore_spec_to_url
 from ..metadata.data_type import TEXT_KINDS
 from ..metadata.json import json_dumps
 from .chunk_layout import ChunkLayout
 from .context import CachePool, Context
+from .futures import Resolved, StorageStatistics, ViewFuture, WriteFutures
 from .metadata_cache import SharedMetadata
 from .schema import CodecSpec, Schema, dtype_name
 from .spec import Spec
 from .transform import IndexDomain, IndexTransform, spec_transform
 from .units import Units
-from .view import View
+from .view import View, _submit
 from .zarr3 import chunk_layout_of, codec_of, domain_of, dtype_of, schema_of, units_of
 
 
@@ -57,8 +61,11 @@ class OpenState:
     copy_limit: Any = None
     io_limit: Any = None
     #: The resources in use by kind: (the name defining it, None if inline; the resource),
-    #: which a spec retaining the context names (the kvstore's under their kind's name).
+    #: which a spec retaining the context names (the kvstore's resources as its members).
     bound: dict[str, tuple[str | None, Any]] = field(default_factory=dict)
+    #: The kvstore's resources a spec retaining the context writes in the kvstore member
+    #: (file_io_locking, *_request_retries, ...), resolved.
+    kvstore_members: dict[str, Any] = field(default_factory=dict)
     #: False: reads of chunks not stored raise ChunkNotFoundError instead of filling them in.
     fill_missing_data_reads: bool = True
     #: The cache pool's entry for this array (None with assume_metadata), and the entry's
@@ -156,6 +163,12 @@ def spec_metadata(md: Any) -> dict[str, Any]:
     return {k: v for k, v in json.items() if k not in drop}
 
 
+#: Resources of the kvstore (its I/O bounds and memory store) rather than of the driver.
+KVSTORE_RESOURCES = frozenset({"file_io_concurrency", "s3_request_concurrency",
+                               "gcs_request_concurrency", "http_request_concurrency",
+                               "memory_key_value_store"})
+
+
 def retained(json: dict[str, Any], bound: dict[str, tuple[str | None, Any]]) -> Context:
     """Record in a spec's `json` the resources an array uses, as TensorStore's
     retain_context: each named one defined in one flat `context` by its resolved JSON (no
@@ -163,20 +176,26 @@ def retained(json: dict[str, Any], bound: dict[str, tuple[str | None, Any]]) -> 
     as their member. Returns the context holding these very resources."""
     named, inline = {}, {}
     for kind, (name, resource) in bound.items():
+        # The kvstore's own resources are its members, as TensorStore writes them.
+        member = json["kvstore"] if kind in KVSTORE_RESOURCES else json
         if name is None:
-            json[kind] = resource.to_json()
+            member[kind] = resource.to_json()
             inline[kind] = resource
         else:
             named[name] = resource
             if name != kind:
-                json[kind] = name
+                member[kind] = name
     context = Context.bound(named, inline)
     json["context"] = context.to_json()
     return context
 
 
-class SpecNode:
-    """TensorStore-style description, views, `spec()` and resizing for arrays."""
+class SpecNode(Resolved):
+    """TensorStore-style description, views, `spec()` and resizing for arrays, and the
+    members of TensorStore's `TensorStore` (`read()`, `write()`, `storage_statistics()`,
+    ... returning futures; the array is also the completed future of its open)."""
+
+    StorageStatistics = StorageStatistics
 
     _open_state: OpenState | None = None
     #: Reads call `_recheck_metadata` first; set only while recheck_cached_metadata asks for
@@ -202,6 +221,71 @@ class SpecNode:
     def origin(self) -> tuple[int, ...]:
         """The domain's inclusive lower bounds (all 0), as TensorStore's `origin`."""
         return self.domain.origin
+
+    # -- TensorStore's TensorStore ---------------------------------------------------------------
+    @property
+    def readable(self) -> bool:
+        return True
+
+    @property
+    def writable(self) -> bool:
+        return not self.read_only
+
+    @property
+    def mode(self) -> str:
+        """TensorStore's: "r" (read only) or "rw"."""
+        return "r" if self.read_only else "rw"
+
+    @property
+    def kvstore(self) -> dict[str, Any]:
+        """The kvstore spec of the array's directory, as TensorStore's `kvstore`
+        ({"driver": "file", "path": "/data/a/"}; a dict, as `Spec.kvstore` here)."""
+        return location_json(self.store, self.path)["kvstore"]
+
+    @property
+    def url(self) -> str:
+        """TensorStore's URL of the array ("file:///data/a/|zarr3:"); SpecError for a store
+        without one (an unnamed memory store) or a Zarr v1 array."""
+        fmt = getattr(self._metadata, "zarr_format", 3)
+        if fmt not in (2, 3):
+            raise SpecError(f"array {self.name} is Zarr v{fmt}: no TensorStore driver opens it")
+        return f"{kvstore_spec_to_url(self.kvstore)}|zarr{fmt}:"
+
+    def read(self) -> ViewFuture:
+        """A future of all the values (TensorStore's `read()`; `a[...]` reads at once)."""
+        return self.view.read()
+
+    def write(self, source: Any) -> WriteFutures:
+        """Write `source` (broadcast to the array's shape) as TensorStore's `write()`: the
+        source is copied before returning; the future completes once it is stored."""
+        return self.view.write(source)
+
+    def storage_statistics(self, *, query_not_stored: bool = False,
+                           query_fully_stored: bool = False) -> ViewFuture:
+        """A future of TensorStore's `StorageStatistics`: whether no chunk / every chunk of
+        the array is stored (of a sharded array: its inner chunks)."""
+        return self.view.storage_statistics(query_not_stored=query_not_stored,
+                                            query_fully_stored=query_fully_stored)
+
+    def resolve(self, *, fix_resizable_bounds: bool = False) -> ViewFuture:
+        """A future of the array with the stored shape (TensorStore's `resolve()`); with
+        `fix_resizable_bounds`, a view whose bounds are explicit."""
+        if fix_resizable_bounds:
+            return self.view.resolve(fix_resizable_bounds=True)
+        return _submit(self._resolved)
+
+    def _resolved(self) -> Any:
+        self._resolve_metadata()
+        return self
+
+    def _resolve_metadata(self) -> None:
+        """The metadata `resolve()` resolves against: as TensorStore, the cached one unless
+        the spec's recheck_cached_metadata asks for a read; an array not opened from a spec
+        has no such bound, and reads it."""
+        if self._open_state is None:
+            self._follow_resize()
+        else:
+            self._before_view_io()
 
     @property
     def chunk_layout(self) -> ChunkLayout:
@@ -243,6 +327,7 @@ class SpecNode:
             json.update(state.to_json())
             if retain_context:
                 context = retained(json, state.bound)
+                json["kvstore"].update(copy.deepcopy(state.kvstore_members))
                 if json["kvstore"].get("driver") == "file":  # as TensorStore: its resolved value
                     json["kvstore"]["file_io_sync"] = bool(getattr(self.store, "fsync", True))
         if self.write_empty_chunks:  # both drivers record it
@@ -282,7 +367,14 @@ class SpecNode:
 
     def astype(self, dtype: Any) -> View:
         """A lazy view of the array converting its elements to `dtype` (TensorStore's
-        `astype`, zarr-python 2's `Array.astype`); see `zarrkit.cast`."""
+        `astype`, zarr-python 2's `Array.astype`); see `zarrkit.cast`. numpy's names ("f4",
+        "<i2") are taken too, as zarr-python 2 took them; views and `cast` refuse them, as
+        TensorStore does."""
+        if isinstance(dtype, str):
+            try:
+                dtype = np.dtype(dtype)
+            except TypeError:  # TensorStore's own names ("string", "ustring")
+                pass
         return self.view.astype(dtype)
 
     def _before_view_io(self) -> None:

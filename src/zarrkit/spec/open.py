@@ -95,6 +95,7 @@ def _location(json: dict[str, Any], read_only: bool, state: OpenState) -> tuple[
     # the spec's and the open's contexts, as in TensorStore.
     store, base = open_kvstore(kvstore, read_only=read_only, context=state.context.for_kvstore(
         None if memory is None else memory.store))
+    state.kvstore_members = _kvstore_members(kvstore, state.context)
     return store, normalize_path(storage.join(base, extra.strip("/")) if extra.strip("/")
                                  else base)
 
@@ -169,11 +170,11 @@ def _state(json: dict[str, Any], options: dict[str, Any], mode: _Mode) -> OpenSt
              for kind in ("cache_pool", "data_copy_concurrency")}
     io = _io_limit(json, context)
     if io is not None:
-        bound[io[0]] = (io[0], io[1])
+        bound[io[0]] = io[1]
     return OpenState(context, bound["cache_pool"][1], bounds["recheck_cached_data"],
                      bounds["recheck_cached_metadata"], mode.assume_metadata,
                      copy_limit=bound["data_copy_concurrency"][1].semaphore,
-                     io_limit=None if io is None else io[1].semaphore, bound=bound,
+                     io_limit=None if io is None else io[1][1].semaphore, bound=bound,
                      fill_missing_data_reads=_fill_missing(json))
 
 
@@ -192,10 +193,10 @@ _IO_CONCURRENCY = {"file": "file_io_concurrency", "s3": "s3_request_concurrency"
                    "http": "http_request_concurrency", "https": "http_request_concurrency"}
 
 
-def _io_limit(json: dict[str, Any], context: Context) -> tuple[str, Any] | None:
+def _io_limit(json: dict[str, Any], context: Context) -> tuple[str, tuple[str | None, Any]] | None:
     """The resource bounding the kvstore's I/O (file_io_concurrency of a file store, the
-    request concurrency of a remote one), and its kind: the kvstore's own member, else its
-    context's, else the spec's."""
+    request concurrency of a remote one), its kind and where it is defined (`Context.bind`):
+    the kvstore's own member, else its context's, else the spec's."""
     kv = json.get("kvstore")
     if isinstance(kv, KvStore):
         spec = {"driver": kv.driver}
@@ -206,7 +207,28 @@ def _io_limit(json: dict[str, Any], context: Context) -> tuple[str, Any] | None:
         return None
     if "context" in spec:
         context = Context(spec["context"], parent=context)
-    return name, context.resource(spec.get(name), name, f"kvstore.{name}")
+    return name, context.bind(spec.get(name), name, f"kvstore.{name}")
+
+
+# The resources each kvstore driver's spec writes inline, resolved, when it retains its
+# context (TensorStore's config-only resources; file_io_sync is the store's own `fsync`).
+_INLINE = {"file": ("file_io_locking", "file_io_mode", "file_io_retries"),
+           "http": ("http_request_retries",), "https": ("http_request_retries",),
+           "s3": ("s3_request_retries",), "gcs": ("gcs_request_retries", "gcs_user_project"),
+           "gs": ("gcs_request_retries", "gcs_user_project")}
+
+
+def _kvstore_members(kv: Any, context: Context) -> dict[str, Any]:
+    """The kvstore's inline resources, as a spec retaining the context writes them: each
+    member's value or reference resolved through the kvstore's and the enclosing contexts."""
+    spec = {"driver": kv.driver} if isinstance(kv, KvStore) else normalize_kvstore_spec(kv)
+    if "context" in spec:
+        context = Context(spec["context"], parent=context)
+    out = {}
+    for name in _INLINE.get(spec.get("driver"), ()):
+        json = context.resource(spec.get(name), name, f"kvstore.{name}").to_json()
+        out[name] = {} if json is None else json
+    return out
 
 
 def _write_empty(json: dict[str, Any], options: dict[str, Any]) -> bool:
@@ -419,5 +441,7 @@ def rebuild_array(spec_json: dict[str, Any], store: Any, path: str, read_only: b
                   write_empty_chunks=spec_json.get("store_data_equal_to_fill_value", False))
     # The spec records assume_metadata: the copy must not read or write the metadata either.
     mode = _Mode(True, False, False, spec_json.get("assume_metadata") is True, False)
-    _attach(array, _state(spec_json, {}, mode))
+    state = _state(spec_json, {}, mode)
+    state.kvstore_members = _kvstore_members(spec_json["kvstore"], state.context)
+    _attach(array, state)
     return array

@@ -89,7 +89,10 @@ def dtype_name(value: Any, where: str = "dtype") -> str:
     try:
         data_type = DataType.parse(value)
     except (DataTypeError, MetadataError, TypeError) as exc:
-        raise SpecError(f"{where}: unsupported data type {value!r}: {exc}") from None
+        why = str(exc)  # (DataType's messages already name the value)
+        if repr(value) not in why:
+            why = f"unsupported data type {value!r}: {why}"
+        raise SpecError(f"{where}: {why}") from None
     name = data_type.to_json()
     if not isinstance(name, str) or data_type.kind in TEXT_KINDS:
         raise SpecError(f"{where}: data type {value!r} has no TensorStore name")

@@ -19,6 +19,7 @@ from ..errors import SpecError
 from ..kvstore import fold_node_path
 from . import zarr2, zarr3
 from .chunk_layout import ChunkLayout
+from .context import RESOURCE_KINDS
 from .schema import CodecSpec, Schema, json_dtype, with_json_fill
 from .transform import (
     IndexDomain,
@@ -50,7 +51,7 @@ def check_driver(json: Any) -> str:
     driver = json.get("driver")
     if driver not in DRIVERS:
         raise SpecError(f"spec.driver: {driver!r} is not a supported driver (supported: "
-                        f"{', '.join(map(repr, DRIVERS))})")
+                        f"{', '.join(map(repr, DRIVERS))}, and 'cast' around one of them)")
     if "kvstore" not in json:
         raise SpecError("spec.kvstore: required (a kvstore object or URL)")
     if driver == "zarr3":
@@ -238,3 +239,24 @@ class Spec:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return Spec, (self._json,)
+
+    def update(self, *, unbind_context: bool | None = None,
+               strip_context: bool | None = None) -> None:
+        """TensorStore's `Spec.update` context options. `unbind_context`: the JSON stays, the
+        resources a retained spec holds are let go (an open makes new ones from the JSON).
+        `strip_context`: the `context` members and every resource member (cache_pool,
+        file_io_sync, ...) are dropped too, of the spec and of its kvstores and bases, so an
+        open uses its own context's resources."""
+        if strip_context:
+            self._json = _stripped(self._json)
+        if strip_context or unbind_context:
+            self._bound_context = None
+
+
+def _stripped(json: dict[str, Any]) -> dict[str, Any]:
+    """`json` without context or resource members, down its `kvstore` and `base` specs."""
+    out = {k: v for k, v in json.items() if k != "context" and k not in RESOURCE_KINDS}
+    for name in ("kvstore", "base"):
+        if isinstance(out.get(name), dict):
+            out[name] = _stripped(out[name])
+    return out

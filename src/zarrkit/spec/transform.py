@@ -681,6 +681,8 @@ class OutputIndexMap:
     (offset and stride already applied). `valid`: the inclusive range (+-INF: unbounded)
     its values must lie in, from the explicit bounds of the dimensions it indexed (TensorStore's
     index_array_bounds), checked when data moves or the array becomes a single value.
+    `scale`: the (offset, stride) TensorStore keeps apart from the array in its JSON (the
+    map of the dimension an array indexed); the values are `offset + stride * its array`.
     """
 
     offset: int = 0
@@ -688,6 +690,7 @@ class OutputIndexMap:
     input_dimension: int | None = None
     index_array: np.ndarray | None = None
     valid: tuple[int, int] | None = None
+    scale: tuple[int, int] = (0, 1)
 
     @property
     def method(self) -> str:
@@ -697,13 +700,7 @@ class OutputIndexMap:
 
     def to_json(self) -> dict[str, Any]:
         if self.index_array is not None:
-            out = {"index_array": self.index_array.tolist()}
-            array, valid = self.index_array, self.valid
-            # As TensorStore: the bounds only when they are not met by every value anyway.
-            if valid is not None and (not array.size or array.min() < valid[0]
-                                      or array.max() > valid[1]):
-                out["index_array_bounds"] = [_closed_to_json(v) for v in valid]
-            return out
+            return self._array_json()
         out = {}
         if self.input_dimension is not None:
             out["input_dimension"] = self.input_dimension
@@ -711,6 +708,22 @@ class OutputIndexMap:
                 out["stride"] = self.stride
         if self.offset:
             out["offset"] = self.offset
+        return out
+
+    def _array_json(self) -> dict[str, Any]:
+        """TensorStore's form: the array before `scale`, which is written apart, and its
+        bounds in the array's terms, only when some value does not meet them anyway."""
+        offset, stride = self.scale
+        array = (self.index_array - offset) // stride
+        out: dict[str, Any] = {"index_array": array.tolist()}
+        valid = _unscaled_valid(self.valid, offset, stride)
+        if valid is not None and (not array.size or array.min() < valid[0]
+                                  or array.max() > valid[1]):
+            out["index_array_bounds"] = [_closed_to_json(v) for v in valid]
+        if offset:
+            out["offset"] = offset
+        if stride != 1:
+            out["stride"] = stride
         return out
 
     @classmethod
@@ -731,7 +744,8 @@ class OutputIndexMap:
             if "index_array_bounds" in json:
                 valid = _scaled_valid(_closed_from_json(
                     json["index_array_bounds"], f"{where}.index_array_bounds"), offset, stride)
-            return cls(index_array=offset + stride * array, valid=valid)
+            return cls(offset if not stride else 0, index_array=offset + stride * array,
+                       valid=valid, scale=(offset, stride))
         if "index_array_bounds" in json:
             raise SpecError(f"{where}.index_array_bounds: only an index_array map has bounds")
         if "input_dimension" in json:
@@ -805,14 +819,16 @@ def _constant(value: int) -> OutputIndexMap:
     return OutputIndexMap(int(value))
 
 
-def _array_map(array: np.ndarray, valid: tuple[int, int] | None = None) -> OutputIndexMap:
+def _array_map(array: np.ndarray, valid: tuple[int, int] | None = None,
+               scale: tuple[int, int] = (0, 1)) -> OutputIndexMap:
     """An index array map; a single value becomes a constant, as TensorStore normalizes
     (checked then against the range the array's values must lie in)."""
     if array.size == 1:
         value = int(array.reshape(-1)[0])
         check_valid(np.asarray(value), valid)
         return _constant(value)
-    return OutputIndexMap(index_array=np.asarray(array, dtype=np.int64), valid=valid)
+    return OutputIndexMap(index_array=np.asarray(array, dtype=np.int64), valid=valid,
+                          scale=scale if scale[1] else (0, 1))
 
 
 def check_valid(values: np.ndarray, valid: tuple[int, int] | None) -> None:
@@ -842,8 +858,25 @@ def spec_transform(transform: IndexTransform) -> IndexTransform:
     and those of one value (checked against their bounds), as constant maps."""
     empty = 0 in transform.domain.shape
     output = tuple(m if m.index_array is None else _constant(0) if empty
-                   else _array_map(m.index_array, m.valid) for m in transform.output)
+                   else _array_map(m.index_array, m.valid, m.scale) for m in transform.output)
     return replace(transform, output=output)
+
+
+def _unscaled_valid(valid: tuple[int, int] | None, offset: int,
+                    stride: int) -> tuple[int, int] | None:
+    """The inverse of `_scaled_valid`: the raw values v with offset + stride * v in `valid`
+    (rounded inward; infinite ends stay infinite)."""
+    if valid is None or (offset, stride) == (0, 1):
+        return valid
+    lo, hi = valid if stride > 0 else valid[::-1]  # dividing by a negative stride flips
+
+    def raw(value: int, low: bool) -> int:
+        if abs(value) >= INF - 1:
+            return value if stride > 0 else -value
+        floor, rest = divmod(value - offset, stride)
+        return floor + 1 if low and rest else floor
+
+    return raw(lo, True), raw(hi, False)
 
 
 def _scaled_valid(valid: tuple[int, int] | None, offset: int,
@@ -908,7 +941,10 @@ class IndexTransform:
                                       for i, m in enumerate(maps)))
         check_array_shapes(transform, where)
         _check_array_bounds(transform, where)
-        return transform
+        # A zero stride reads no array value: TensorStore makes the map its constant offset.
+        return replace(transform, output=tuple(
+            OutputIndexMap(m.offset) if m.index_array is not None and m.scale[1] == 0 else m
+            for m in transform.output))
 
     # -- simple operations ------------------------------------------------------------------
     # Each also takes TensorStore's subscript form, `t.translate_by[1, 2]`: `_Operation`.
@@ -1039,8 +1075,9 @@ class IndexTransform:
             array = _empty_gather(m.index_array, self.domain, inner) if empty else \
                 _gather(m.index_array, self.domain, inner, coords)
             valid = None if empty else m.valid
-            output.append(OutputIndexMap(index_array=array, valid=valid)
-                          if keep_arrays and array.size == 1 else _array_map(array, valid))
+            output.append(OutputIndexMap(index_array=array, valid=valid, scale=m.scale)
+                          if keep_arrays and array.size == 1 else
+                          _array_map(array, valid, m.scale))
         return IndexTransform(inner.domain, tuple(output))
 
     def output_coordinates(self) -> list[np.ndarray]:
@@ -1159,7 +1196,8 @@ def _scale(m: OutputIndexMap, offset: int, stride: int) -> OutputIndexMap:
         return _constant(offset + stride * m.offset)
     if m.method == "single_input_dimension":
         return OutputIndexMap(offset + stride * m.offset, stride * m.stride, m.input_dimension)
-    return _array_map(offset + stride * m.index_array, _scaled_valid(m.valid, offset, stride))
+    return _array_map(offset + stride * m.index_array, _scaled_valid(m.valid, offset, stride),
+                      (offset + stride * m.scale[0], stride * m.scale[1]))
 
 
 def _coordinates(m: OutputIndexMap, domain: IndexDomain) -> np.ndarray:

@@ -3,8 +3,9 @@
 `View` composes TensorStore's operations (`[...]`, `.oindex`, `.vindex`, `.translate_to`,
 `.translate_by`, `.translate_backward_by`, `.mark_bounds_implicit`, `.label`, `.T`,
 `.transpose`, and dimension expressions such as
-`view[zarrkit.d["x"][2:5]]`) without touching data; `read()` and `write()` return
-`concurrent.futures.Future`s that asyncio code may also await. Executing a view
+`view[zarrkit.d["x"][2:5]]`) without touching data; `read()`, `write()` and the other
+TensorStore calls return `concurrent.futures.Future`s with TensorStore's `Future` members
+(spec/futures.py), which asyncio code may also await. Executing a view
 computes the equivalent selection on the base array: a basic (slice/integer) selection when
 every output dimension is a constant or a strided input dimension used once, otherwise point
 (vindex) selection of the broadcast coordinates.
@@ -12,12 +13,11 @@ every output dimension is a constant or a strided input dimension used once, oth
 
 from __future__ import annotations
 
-import asyncio
 import math
 import operator
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +26,9 @@ import numpy as np
 from ..errors import CopyRequiredError, DataTypeError, SelectionError
 from .chunk_layout import ChunkLayout
 from .dim_expression import DimExpression
+from .futures import Resolved, StorageStatistics, ViewFuture, WriteFutures
 from .schema import CodecSpec, Schema
+from .stored import storage_statistics
 from .transform import (
     INF,
     INF_MAX,
@@ -54,16 +56,10 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
-class ViewFuture(Future):  # type: ignore[type-arg]
-    """A `concurrent.futures.Future` that asyncio code may also `await`, as TensorStore's."""
-
-    def __await__(self) -> Any:
-        return asyncio.wrap_future(self).__await__()
-
-
-def _submit(fn: Callable[..., Any], *args: Any) -> ViewFuture:
-    """`fn(*args)` run on the views' pool, as a `ViewFuture`."""
-    future = ViewFuture()
+def _submit(fn: Callable[..., Any], *args: Any, future: ViewFuture | None = None
+            ) -> ViewFuture:
+    """`fn(*args)` run on the views' pool, as a `ViewFuture` (or the given one)."""
+    future = ViewFuture() if future is None else future
 
     def run() -> None:
         if not future.set_running_or_notify_cancel():
@@ -77,8 +73,10 @@ def _submit(fn: Callable[..., Any], *args: Any) -> ViewFuture:
     return future
 
 
-class View:
+class View(Resolved):
     """A lazily indexed region of an array (TensorStore's `TensorStore` with a transform)."""
+
+    StorageStatistics = StorageStatistics
 
     def __init__(self, base: Any, transform: IndexTransform, conversion: Any = None) -> None:
         if transform.output_rank != len(base.shape):
@@ -125,6 +123,21 @@ class View:
         if self.conversion is not None:
             return self.conversion.writable
         return not getattr(self.base, "read_only", False)
+
+    @property
+    def mode(self) -> str:
+        """TensorStore's: "r", "w" or "rw"."""
+        return "r" * self.readable + "w" * self.writable
+
+    @property
+    def kvstore(self) -> dict[str, Any]:
+        """The array's kvstore spec (TensorStore's `kvstore`: the array's, for any view)."""
+        return self.base.kvstore
+
+    @property
+    def url(self) -> str:
+        url = self.base.url
+        return url if self.conversion is None else f"{url}|cast:{self.conversion.name}"
 
     # What TensorStore's TensorStore describes, in the view's coordinates (an Array opened
     # with labels the metadata cannot hold is a View, and must describe itself as one).
@@ -256,12 +269,39 @@ class View:
         # Decoded in the base's type, then converted in one pass.
         return self.conversion.read(read_view(self.base, self.transform))
 
-    def write(self, value: Any) -> ViewFuture:
+    def write(self, value: Any) -> WriteFutures:
         if self.conversion is None:
             value = _as_written(value, self.base)  # a copy: the caller may reuse its buffer
         else:
             value = self.conversion.written(value, f"a cast view of {self.base.name}")
-        return _submit(write_view, self.base, self.transform, value)
+        return _submit(write_view, self.base, self.transform, value, future=WriteFutures())
+
+    def storage_statistics(self, *, query_not_stored: bool = False,
+                           query_fully_stored: bool = False) -> ViewFuture:
+        """A future of TensorStore's `StorageStatistics` of the chunks holding the view's
+        elements: `not_stored` (none is stored) and `fully_stored` (all are), those asked
+        for; the others None."""
+        return _submit(self._statistics, bool(query_not_stored), bool(query_fully_stored))
+
+    def _statistics(self, not_stored: bool, fully_stored: bool) -> StorageStatistics:
+        if not (not_stored or fully_stored):
+            return StorageStatistics()
+        transform, nonempty = _prepare(self.base, self.transform)
+        return storage_statistics(self.base, transform, nonempty, not_stored, fully_stored)
+
+    def resolve(self, *, fix_resizable_bounds: bool = False) -> ViewFuture:
+        """A future of this view with its implicit bounds resolved against the array's
+        current (stored) shape; `fix_resizable_bounds` makes them explicit."""
+        return _submit(self._resolved, fix_resizable_bounds)
+
+    def _resolved(self, fix: bool) -> View:
+        getattr(self.base, "_resolve_metadata", lambda: None)()
+        transform = _resolve_bounds(self.transform, tuple(self.base.shape))
+        if fix:
+            rank = transform.input_rank
+            transform = IndexTransform(replace(transform.domain, implicit_lower_bounds=(
+                False,) * rank, implicit_upper_bounds=(False,) * rank), transform.output)
+        return View(self.base, transform, self.conversion)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         read = (self._read_cast if self.conversion is not None
