@@ -104,3 +104,24 @@ def test_a_service_still_unavailable_after_the_retries_is_unreachable(tmp_path):
             StoreUnreachableError, match=r"cannot read '[.a-z]+' in http://.*/broken/x.zarr: "
                                          r"the service is unavailable \(HTTP 503\).*after 1 retr"):
         zarrkit.open(f"{server.url}/broken/x.zarr", mode="r", storage_options={"max_retries": 1})
+
+
+@pytest.mark.parametrize(("dtype", "bare", "written"), [
+    ("<f8", "NaN", "NaN"), ("<f4", "-Infinity", "-Infinity"),
+    ("<c16", "[NaN, Infinity]", ["NaN", "Infinity"])])
+def test_a_bare_nan_fill_is_rewritten_as_the_spec_writes_it(tmp_path, dtype, bare, written):
+    """A .zarray read with a bare NaN literal (old writers) was written back so on a resize,
+    which TensorStore cannot read; now as the spec's "NaN" strings."""
+    import json
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / ".zarray").write_text(
+        f'{{"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "{dtype}", '
+        f'"compressor": null, "fill_value": {bare}, "order": "C", "filters": null}}')
+    a = zarrkit.open(tmp_path / "a", mode="r+")
+    expected = a[...]
+    a.resize(6)
+    assert json.loads((tmp_path / "a" / ".zarray").read_text())["fill_value"] == written
+    t = ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": str(tmp_path / "a")}}
+                ).result()
+    np.testing.assert_array_equal(t.read().result(), np.resize(expected, 6))

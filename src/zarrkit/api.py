@@ -16,6 +16,7 @@ from .creation import (
     create_array_at,
     data_type_of,
     digit_fill,
+    flag,
     full_like_kwargs,
     like,
     take_config,
@@ -66,17 +67,23 @@ def _placed(where: Any, shape: Any, second: str, kwargs: dict[str, Any]) -> tupl
     return _store_keyword(where, kwargs), shape
 
 
+def _check_mode(mode: Any) -> str:
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise SpecError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
+    return mode
+
+
 def _resolve(where: Any, path: str | None, mode: str,
              storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
-    if mode not in _MODES:
-        raise SpecError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}")
+    _check_mode(mode)
+    rel = normalize_path("" if path is None else path)
     # Mode "w" for the node at the store's root replaces everything: a zip archive is then
     # written anew (not copied and then emptied key by key); inside, siblings must stay.
-    whole = mode == "w" and not normalize_path(path or "")
+    whole = mode == "w" and not rel
     store, base = open_kvstore(where if where is not None else "memory://",
                                read_only=mode == "r", mode="w" if whole else None,
                                storage_options=storage_options)
-    full = storage.join(base, normalize_path(path)) if path else base
+    full = storage.join(base, rel) if rel else base
     return store, normalize_path(full)
 
 
@@ -122,6 +129,7 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
     present unless `use_consolidated=False`.
     """
     where = _store_keyword(where, kwargs)
+    _check_mode(mode)
     if _is_tensorstore_spec(where):
         from .spec.open import open_spec  # the glue module imports the node modules
 
@@ -234,11 +242,16 @@ def _open_existing(store: Any, path: str, mode: str, found: formats.Found | None
 
 def open_array(where: Any = None, mode: str = "a", *, path: str | None = None,
                **kwargs: Any) -> Array:
-    if mode == "a" and kwargs.get("shape") is None:
+    if _check_mode(mode) == "a" and kwargs.get("shape") is None:
         # Nothing to create an array from: open an existing one only (as "r+"), since `open`
         # would create a group where none is, and leave it behind when refused below.
         mode = "r+"
-    node = open(_store_keyword(where, kwargs), mode, path=path, **kwargs)
+    where = _store_keyword(where, kwargs)
+    if mode in ("w", "w-") and kwargs.get("shape") is None and not _is_tensorstore_spec(where):
+        # `open` would create a group there (in mode "w" replacing what is there), only for
+        # it to be refused below
+        raise SpecError(f"open_array in mode {mode!r} creates an array: give its shape=")
+    node = open(where, mode, path=path, **kwargs)
     if not isinstance(node, Array):
         raise NodeTypeError(f"{node.name} is a group, not an array")
     return node
@@ -275,9 +288,9 @@ def group(where: Any = None, *, store: Any = None, path: str | None = None,
           overwrite: bool = False, attributes: dict[str, Any] | None = None,
           zarr_format: int | None = None, storage_options: dict[str, Any] | None = None) -> Group:
     """Create a group (or open an existing one unless `overwrite`)."""
-    return open_group(where, "w" if overwrite else "a", store=store, path=path,
-                      attributes=attributes, zarr_format=zarr_format,
-                      storage_options=storage_options)
+    mode = "w" if flag(overwrite, "overwrite") else "a"
+    return open_group(where, mode, store=store, path=path, attributes=attributes,
+                      zarr_format=zarr_format, storage_options=storage_options)
 
 
 def create(where: Any = None, shape: Any = None, dtype: Any = None, *,
@@ -297,7 +310,7 @@ def create(where: Any = None, shape: Any = None, dtype: Any = None, *,
     dtype = "float64" if dtype is None else dtype
     if shape is None:
         raise SpecError("create needs a shape")
-    store, full = _resolve(where, path, "w" if overwrite else "a",
+    store, full = _resolve(where, path, "w" if flag(overwrite, "overwrite") else "a",
                            kwargs.pop("storage_options", None))
     return _or_discard(store, where, lambda: create_array_at(store, full, shape, dtype,
                                                              overwrite=overwrite, **kwargs))
@@ -307,11 +320,12 @@ def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
     """Create an array holding `data` (object values that are all bytes: variable-length
     bytes). If `data` cannot be written, the new array is removed again; with `overwrite`, a
     node there stays until the new one is complete (see `storage.replace_node`)."""
-    where = _store_keyword(where, kwargs)
+    where = like_where(_store_keyword(where, kwargs), "array")
     data = np.asarray(data)
+    _same_shape(data, kwargs.pop("shape", None))
     dtype = kwargs.pop("dtype", None)
     dtype = data_type_of(data) if dtype is None else dtype
-    if kwargs.get("overwrite"):
+    if flag(kwargs.get("overwrite", False), "overwrite"):
         replaced = _array_replacing(data, where, dtype, kwargs)
         if replaced is not None:
             return replaced
@@ -323,6 +337,20 @@ def array(data: Any, where: Any = None, **kwargs: Any) -> Array:
             storage.delete_node(a.store, a.path)
         raise
     return a
+
+
+def _same_shape(data: np.ndarray, shape: Any) -> None:
+    """`array(data, shape=...)` may only repeat the shape of `data`."""
+    if shape is None:
+        return
+    given = (shape,) if isinstance(shape, int | np.integer) else shape
+    try:
+        same = tuple(given) == data.shape
+    except TypeError:
+        same = False
+    if not same:
+        raise SpecError(f"shape={shape!r} contradicts the shape {data.shape} of the data; "
+                        "omit shape")
 
 
 def _array_replacing(data: np.ndarray, where: Any, dtype: Any,
@@ -366,6 +394,9 @@ def ones(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
 
 
 def _digit_filled(digit: int, where: Any, shape: Any, kwargs: dict[str, Any]) -> Array:
+    if "fill_value" in kwargs:
+        raise SpecError(f"fill_value={kwargs['fill_value']!r}: this function fills with "
+                        f"{digit}; use full() for another fill value")
     where, shape = _placed(where, shape, "dtype", kwargs)
     return create(where, shape, fill_value=digit_fill(digit, kwargs.get("dtype", "float64")),
                   **kwargs)
@@ -376,23 +407,32 @@ def empty(where: Any = None, shape: Any = None, **kwargs: Any) -> Array:
     return create(where, shape, **kwargs)
 
 
+def like_where(where: Any, name: str) -> Any:
+    """`where` of a `*_like` function: a shape there (as `zeros` takes one) is refused, since
+    the shape comes from the data (or `shape=`)."""
+    if _is_shape(where):
+        raise SpecError(f"{name}(a, where): where must be a store or path, got {where!r}; "
+                        "the shape comes from `a` (or give shape=)")
+    return where
+
+
 def zeros_like(a: Any, where: Any = None, **kwargs: Any) -> Array:
     """`zeros` with the shape, data type and chunks of `a` unless given."""
-    return zeros(where, **like(a, kwargs))
+    return zeros(like_where(where, "zeros_like"), **like(a, kwargs))
 
 
 def ones_like(a: Any, where: Any = None, **kwargs: Any) -> Array:
-    return ones(where, **like(a, kwargs))
+    return ones(like_where(where, "ones_like"), **like(a, kwargs))
 
 
 def full_like(a: Any, where: Any = None, **kwargs: Any) -> Array:
     """`full` like `a`; the fill value defaults to that of `a` if it is a zarrkit Array."""
-    return full(where, **full_like_kwargs(a, kwargs))
+    return full(like_where(where, "full_like"), **full_like_kwargs(a, kwargs))
 
 
 def empty_like(a: Any, where: Any = None, **kwargs: Any) -> Array:
     """`empty` like `a`, with its fill value too if it is a zarrkit Array."""
-    return empty(where, **like(a, kwargs, fill=True))
+    return empty(like_where(where, "empty_like"), **like(a, kwargs, fill=True))
 
 
 def create_group(where: Any = None, *, store: Any = None, path: str | None = None,
@@ -401,9 +441,9 @@ def create_group(where: Any = None, *, store: Any = None, path: str | None = Non
                  storage_options: dict[str, Any] | None = None) -> Group:
     """A new group; NodeExistsError if a node is there, unless `overwrite` (unlike `group`,
     which opens it)."""
-    return open_group(where, "w" if overwrite else "w-", store=store, path=path,
-                      attributes=attributes, zarr_format=zarr_format,
-                      storage_options=storage_options)
+    mode = "w" if flag(overwrite, "overwrite") else "w-"
+    return open_group(where, mode, store=store, path=path, attributes=attributes,
+                      zarr_format=zarr_format, storage_options=storage_options)
 
 
 def create_array(where: Any = None, *, name: str | None = None, shape: Any = None,
@@ -430,6 +470,9 @@ def create_hierarchy(where: Any = None, nodes: Mapping[str, Any] | None = None, 
     `overwrite`, while existing groups where groups are implied are kept. Returns every node
     of the hierarchy, opened, by path."""
     where = _store_keyword(where, {"store": store})
+    if nodes is not None and not isinstance(nodes, Mapping):
+        raise SpecError(f"create_hierarchy: nodes must be a dict of metadata by path; got "
+                        f"{nodes!r}")
     kvstore, root = _resolve(where, path, "a", storage_options)
     return _or_discard(kvstore, where, lambda: create_hierarchy_at(kvstore, root, nodes or {},
                                                                    overwrite))
@@ -442,7 +485,7 @@ def open_consolidated(where: Any = None, mode: str = "r", **kwargs: Any) -> Grou
     if checked_use_consolidated(kwargs.pop("use_consolidated", True)) is not True:
         raise SpecError("open_consolidated always uses consolidated metadata; call open_group "
                         "with use_consolidated=False to do without")
-    if mode in ("w", "w-"):
+    if _check_mode(mode) in ("w", "w-"):
         raise SpecError(f"open_consolidated opens an existing group; mode {mode!r} would create "
                         "one without consolidated metadata")
     return open_group(where, "r+" if mode == "a" else mode, use_consolidated=True, **kwargs)
@@ -494,6 +537,8 @@ def save_array(where: Any = None, data: Any = None, **kwargs: Any) -> Array:
     where = _store_keyword(where, kwargs)
     if data is None:
         raise SpecError("save_array needs the data to save")
+    if not flag(kwargs.pop("overwrite", True), "overwrite"):
+        raise SpecError("save always replaces the node there: overwrite must be True if given")
     node = finished_node(array(data, where, overwrite=True, **kwargs), where,
                          storage_options=kwargs.get("storage_options"))
     assert isinstance(node, Array)
@@ -517,7 +562,8 @@ def save_group(where: Any = None, *args: Any, **kwargs: Any) -> Group:
     for name, value in members.items():
         if not (hasattr(value, "shape") and hasattr(value, "dtype")):
             raise SpecError(f"save_group saves arrays; {name} is a {type(value).__name__} "
-                            "(give numpy arrays, or creation keywords to save_array)")
+                            f"{value!r:.60} (give numpy arrays, or creation keywords to "
+                            "save_array)")
         normalize_path(name)  # a valid member name
     fmt = formats.check_format(options.get("zarr_format")) or 3
     storage_options = options.get("storage_options")

@@ -444,6 +444,7 @@ class Array(Node, SpecNode, SelectionMethods):
         if len(new_shape) != self.ndim or any(s < 0 for s in new_shape):
             raise SelectionValueError(f"cannot resize array {self.name} of rank {self.ndim} "
                                       f"to {new_shape}")
+        self._metadata.evolve(shape=new_shape)  # refuses an unstorable shape before erasing
         if erase:
             self._erase_outside(new_shape)
         with self.store.lock(storage.metadata_key(self.path)):
@@ -640,11 +641,11 @@ def configured_write_empty(config: Any, options: dict[str, Any], current: bool,
         config = {"write_empty_chunks": config.write_empty_chunks,
                   "order": getattr(config, "order", "C")}
     settings = {**(config or {}), **options}
-    unknown = sorted(set(settings) - {"write_empty_chunks", "order"})
-    if unknown:
+    unknown = sorted(map(repr, set(settings) - {"write_empty_chunks", "order"}))
+    if unknown:  # names may be of any type
         raise SpecError(f"{what}: unknown settings {', '.join(unknown)}; "
                         "write_empty_chunks and order are known")
-    if settings.get("order", "C") != "C":
+    if not (isinstance(order := settings.get("order", "C"), str) and order == "C"):
         raise SpecError(f"{what}: order must be 'C' (reads return C-ordered arrays); "
                         f"got {settings['order']!r}")
     write_empty = settings.get("write_empty_chunks", current)

@@ -29,6 +29,7 @@ class Attributes(MutableMapping[str, Any]):
         return len(self._get())
 
     def __setitem__(self, key: str, value: Any) -> None:
+        _check_json(key, value)  # before a dict would refuse an unhashable key
         self.update({key: value})
 
     def __delitem__(self, key: str) -> None:

@@ -1,4 +1,4 @@
-"""The `zarrkit` command line: demo, info, tree, copy, convert, verify (each with --json)."""
+"""The `zarrkit` command line: demo, info, tree, copy, convert, verify, clean (each with --json)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@
 chunking), with a progress line showing throughput. `verify` reads every stored chunk (or
 shard) back, decodes it (each inner chunk of a shard on its own, which checks their crc32c
 checksums) and reports the damaged keys (and inner chunks). `clean`
-deletes the temp files that killed writers left in a local directory.
+deletes the temp files that killed writers left in a local directory, and finishes or undoes
+the node replacements they left part-way (docs/concurrency.md).
 """
 
 from __future__ import annotations

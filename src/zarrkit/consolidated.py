@@ -38,10 +38,11 @@ def consolidate_metadata(where: Any, path: str | None = None, zarr_format: int |
     archive) is closed when done; the group returned is then opened again read-only."""
     formats.check_format(zarr_format)
     if isinstance(where, Node):  # its store and path: the store stays the caller's
-        path = storage.join(where.path, normalize_path(path)) if path else where.path
+        path = storage.join(where.path, normalize_path(path)) if path is not None \
+            else where.path
         where = where.store
     store, base = open_kvstore(where, read_only=False, storage_options=storage_options)
-    root = normalize_path(storage.join(base, normalize_path(path)) if path else base)
+    root = normalize_path(storage.join(base, normalize_path(path)) if path is not None else base)
     metadata = storage.read_node(store, root, zarr_format)
     if formats.is_array(metadata):
         raise NodeTypeError(f"consolidate_metadata: {root or '/'!r} is an array, not a group")

@@ -24,7 +24,12 @@ import numpy as np
 from . import api, formats, storage
 from .array import Array
 from .consolidated import consolidate_metadata
-from .creation import build_array_document, create_array_from_metadata, filled_replacing
+from .creation import (
+    build_array_document,
+    create_array_from_metadata,
+    filled_replacing,
+    flag,
+)
 from .creation_v2 import build_v2_metadata
 from .engine.executor import ensure_concurrency, io_width, run_all
 from .errors import NodeExistsError, NodeNotFoundError, SpecError, ZarrkitError
@@ -225,7 +230,7 @@ def convert(src: Any, dst: Any, *, zarr_format: int = 3, chunks: Any = None,
     converted group; other arrays are copied as plain Zarr, gaining no attribute (see
     `metadata.xarray_fill`).
     """
-    if zarr_format not in (2, 3):
+    if not isinstance(zarr_format, int | np.integer) or zarr_format not in (2, 3):
         raise SpecError(f"convert: zarr_format must be 2 or 3, got {zarr_format!r}")
     if isinstance(codecs, str | dict):  # would be iterated as characters or keys
         raise SpecError(f"convert: codecs must be a list of v3 codecs, got {codecs!r}")
@@ -343,6 +348,11 @@ def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: s
     keywords (`attributes`, `overwrite`, `storage_options`, `path`...)
     as for `create`. Values are copied a slab at a time; if copying fails, the new array is
     removed."""
+    where = api.like_where(where, "from_array")
+    for taken in ("shape", "dtype"):  # both come from `data`
+        if taken in kwargs:
+            raise SpecError(f"from_array: {taken}={kwargs[taken]!r} is not taken: the {taken} "
+                            "is that of data")
     if not (hasattr(data, "shape") and hasattr(data, "dtype")):
         data = np.asarray(data)
     source = _source_of(data)
@@ -359,7 +369,7 @@ def from_array(where: Any = None, *, data: Any, write_data: bool = True, name: s
         options["fill_value"] = None
     if name is not None:
         kwargs["path"] = storage.join(normalize_path(kwargs.pop("path", None) or ""), name)
-    if kwargs.get("overwrite"):
+    if flag(kwargs.get("overwrite", False), "overwrite"):
         replaced = _replacing(where, data, _dtype(data, fmt), fmt, options, kwargs,
                               write_data)
         if replaced is not None:

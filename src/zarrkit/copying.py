@@ -65,6 +65,8 @@ def copy(source: Any, dest: Group, name: str | None = None, shallow: bool = Fals
     one level down. Arrays keep the chunks, codecs and fill value of a zarrkit source in the same
     format (as `from_array`), an h5py dataset's chunks and fill value, unless `create_kws` say
     otherwise."""
+    if name is not None and not isinstance(name, str):
+        raise InvalidNameError(f"copy: invalid name {name!r}: must be a string")
     with _logger(log) as write_log:
         state = _state(write_log, if_exists, dry_run, without_attrs, create_kws)
         dest = _group(dest)
@@ -88,14 +90,15 @@ def copy_all(source: Any, dest: Group, shallow: bool = False, without_attrs: boo
 
 def _state(log: Callable[[str], None], if_exists: str, dry_run: bool, without_attrs: bool,
            create_kws: dict[str, Any]) -> _Copying:
-    if if_exists not in IF_EXISTS:
+    if not isinstance(if_exists, str) or if_exists not in IF_EXISTS:
         raise SpecError(f"if_exists must be one of {', '.join(IF_EXISTS)}; got {if_exists!r}")
     return _Copying(log, if_exists, dry_run, without_attrs, create_kws)
 
 
 def _group(dest: Any) -> Group:
     if not isinstance(dest, Group):
-        raise NodeTypeError(f"copy copies into a zarrkit group; got {type(dest).__name__}")
+        raise NodeTypeError(f"copy copies into a zarrkit group; got {type(dest).__name__} "
+                            f"{dest!r}")
     return dest
 
 
@@ -420,7 +423,7 @@ def copy_store(source: Any, dest: Any, source_path: str = "", dest_path: str = "
     `dest` (stores, paths, URLs, dicts...) without decoding anything. Keys (relative to
     `source_path`) matching a regular expression of `excludes` are left out unless one of
     `includes` matches too. "skip_initialized" is "skip" here."""
-    if if_exists not in IF_EXISTS:
+    if not isinstance(if_exists, str) or if_exists not in IF_EXISTS:
         raise SpecError(f"if_exists must be one of {', '.join(IF_EXISTS)}; got {if_exists!r}")
     src, src_root = open_kvstore(source, read_only=True)
     dst, dst_root = open_kvstore(dest)

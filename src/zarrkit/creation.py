@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Iterable, Sequence
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -80,10 +81,10 @@ def codec_list(value: Any, what: str) -> list[Any]:
 
 
 def parse_shape(value: Any, what: str) -> tuple[int, ...]:
-    if isinstance(value, int):
-        return (value,)
-    try:
-        shape = tuple(int(v) for v in value)
+    if isinstance(value, int | np.integer):
+        return (int(value),)
+    try:  # operator.index: 2.5 or "3" is refused, not truncated or parsed
+        shape = tuple(operator.index(v) for v in value)
     except (TypeError, ValueError):
         raise MetadataError(f"{what} must be a sequence of integers, got {value!r}") from None
     if any(v < 0 for v in shape):
@@ -103,10 +104,15 @@ def auto_chunks(shape: tuple[int, ...], target: int = AUTO_CHUNK_ELEMENTS) -> tu
 def _chunk_shape(chunks: Any, shape: tuple[int, ...], what: str) -> tuple[int, ...]:
     if isinstance(chunks, bool | np.bool_):
         return _boolean_chunks(bool(chunks), shape, what)
-    if chunks is None or chunks == "auto":
+    if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
         return auto_chunks(shape)
-    if isinstance(chunks, int):
+    if isinstance(chunks, int | np.integer):
         chunks = (chunks,) * len(shape)
+    if isinstance(chunks, np.ndarray):
+        chunks = chunks.tolist()
+    if not isinstance(chunks, Sequence) or isinstance(chunks, str | bytes):
+        raise MetadataError(f"{what} must be a shape (a sequence of integers), an integer, "
+                            f"'auto' or None; got {chunks!r}")
     chunks = tuple(s if c in (-1, None) else c for c, s in zip(chunks, shape, strict=False)) \
         if len(chunks) == len(shape) else chunks
     result = parse_shape(chunks, what)
@@ -144,6 +150,9 @@ def _key_encoding(value: Any) -> dict[str, Any]:
         return {"name": "default", "configuration": {"separator": "/"}}
     if isinstance(value, str):
         return {"name": value}
+    if not isinstance(value, Mapping):
+        raise MetadataError("chunk_key_encoding must be a name ('default', 'v2') or a dict "
+                            f"with a name; got {value!r}")
     doc = dict(value)
     if "separator" in doc and "configuration" not in doc:
         # zarr-python's keyword form {"name": ..., "separator": ...}: the metadata nests it
@@ -167,14 +176,14 @@ def build_array_document(
     shape_t = parse_shape(shape, "shape")
     data_type = _data_type(dtype, fill_value)
     if codecs is None:
-        if compressors == "default":
+        if isinstance(compressors, str) and compressors == "default":
             compressors = DEFAULT_COMPRESSORS
         elif compressors is None:
             compressors = ()
         elif _is_one_codec(compressors):
             compressors = (compressors,)
-        codecs = [*codec_list(filters or (), "filters"),
-                  serializer or _default_serializer(data_type),
+        codecs = [*codec_list(() if filters is None else filters, "filters"),
+                  _default_serializer(data_type) if serializer is None else serializer,
                   *codec_list(compressors, "compressors")]
     chain = [_codec_json(c) for c in codec_list(codecs, "codecs")]
     if shards is not None:
@@ -264,10 +273,20 @@ def create_array_at(store: KvStore, path: str, shape: Any, dtype: Any = "float64
                                       write_empty_chunks=write_empty)
 
 
+def flag(value: Any, name: str) -> bool:
+    """A True/False keyword (`overwrite`, ...) as a bool: anything else is refused, not taken
+    by its truth value (a numpy array has none, "no" is true)."""
+    if not isinstance(value, bool | np.bool_):
+        raise SpecError(f"{name} must be True or False; got {value!r}")
+    return bool(value)
+
+
 def take_config(kwargs: dict[str, Any], write_empty_chunks: Any) -> Any:
     """The `write_empty_chunks` to use, popping zarr-python's `config=` (its array config:
     `write_empty_chunks`, `order` "C") from `kwargs`; None if neither says. A config that
     contradicts `write_empty_chunks=` is refused rather than one silently winning."""
+    if write_empty_chunks is not None:
+        flag(write_empty_chunks, "write_empty_chunks")
     if kwargs.get("config") is None:
         kwargs.pop("config", None)
         return write_empty_chunks
@@ -282,6 +301,8 @@ def take_config(kwargs: dict[str, Any], write_empty_chunks: Any) -> Any:
 def build_metadata(path: str, shape: Any, dtype: Any, zarr_format: int,
                    kwargs: dict[str, Any]) -> Any:
     """Validated array metadata of `zarr_format` from creation keywords."""
+    if not isinstance(zarr_format, int | np.integer) or isinstance(zarr_format, bool):
+        raise MetadataError(f"zarr_format must be 2 or 3; got {zarr_format!r}")
     if zarr_format == 2:
         from .creation_v2 import build_v2_metadata  # imports this module: load on demand
 
@@ -300,7 +321,7 @@ def _without_order(kwargs: dict[str, Any]) -> dict[str, Any]:
     """`kwargs` less zarr-python's `order=`, which a v3 array takes without effect: its chunks
     are stored in C order, and reads are C-ordered. "F" would promise what neither does."""
     order = kwargs.get("order")
-    if order not in (None, "C"):
+    if order is not None and not (isinstance(order, str) and order == "C"):
         raise SpecError(f"order={order!r}: a Zarr v3 array stores its chunks in C order (a "
                         "transpose codec reorders them: codecs=[{'name': 'transpose', ...}, "
                         "...]) and reads are C-ordered; give order='C', or zarr_format=2 for "

@@ -38,9 +38,13 @@ def _codec_config(codec: Any, where: str) -> dict[str, Any]:
                      f"got {codec!r}{hint}")
 
 
+def _is_default(value: Any) -> bool:
+    return isinstance(value, str) and value == "default"  # an array has no single truth value
+
+
 def _compressor(compressor: Any, compressors: Any) -> dict[str, Any] | None:
-    if compressors != "default":
-        if compressor != "default":
+    if not _is_default(compressors):
+        if not _is_default(compressor):
             raise MetadataError("give compressor= or compressors=, not both")
         if isinstance(compressors, Sequence) and not isinstance(compressors, str | dict):
             if len(compressors) > 1:
@@ -48,7 +52,7 @@ def _compressor(compressor: Any, compressors: Any) -> dict[str, Any] | None:
                                  "in filters=")
             compressors = compressors[0] if compressors else None
         compressor = compressors
-    if compressor == "default":
+    if _is_default(compressor):
         return dict(DEFAULT_COMPRESSOR)
     return None if compressor is None else _codec_config(compressor, "compressor")
 
@@ -96,6 +100,9 @@ def _refuse_object_filters(data_type: DataTypeV2, filters: list[dict[str, Any]])
 
 def _separator(dimension_separator: str | None, chunk_key_encoding: Any) -> str:
     if chunk_key_encoding is not None:
+        if not isinstance(chunk_key_encoding, str | dict):
+            raise MetadataError("chunk_key_encoding must be a name or a dict with a name; "
+                                f"got {chunk_key_encoding!r}")
         name = chunk_key_encoding if isinstance(chunk_key_encoding, str) \
             else chunk_key_encoding.get("name")
         config = {} if isinstance(chunk_key_encoding, str) \

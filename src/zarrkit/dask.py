@@ -1,8 +1,8 @@
 """Dask integration: `to_dask` (lazy reads) and `from_dask` (parallel, shard-aligned writes).
 
-Arrays pickle as where they live (store, path, read-only flag), so the task graph ships to
-`dask.distributed` workers in other processes, and each worker reads and writes the same store
-directly. Writes are split along the array's write grid (shards when the array is sharded,
+Arrays pickle as where they live and what they are (the store, their spec with its metadata,
+the read-only flag), so the task graph ships to `dask.distributed` workers in other processes,
+and each worker reads and writes the same store directly. Writes are split along the array's write grid (shards when the array is sharded,
 chunks otherwise): no two tasks touch the same stored object, so no locking is needed between
 workers and nothing is read back to be modified.
 """

@@ -1,9 +1,11 @@
 """Which Zarr format a node is stored in, and reading/writing each format's documents.
 
 v3: `zarr.json`. v2: `.zarray` or `.zgroup`, with attributes in `.zattrs`. v1: `meta` and
-`attrs` (one array per store, read only). A node is found with one batched request for every
-format's keys (plus the v2 consolidated `.zmetadata`), so opening costs one round trip whatever
-the format; naming the format only narrows the batch.
+`attrs` (one array per store, read only). On a network store a node is found with one batched
+request for every format's keys (plus the v2 consolidated `.zmetadata`), so opening costs one
+round trip whatever the format; a local store is asked for `zarr.json` first, the v2 keys only
+without it. v1 keys are read only where no other format's are. Naming the format narrows the
+batch.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from .errors import MetadataError, ReadOnlyError, SpecError
 from .kvstore.base import KvStore
@@ -74,9 +78,13 @@ def key(path: str, name: str) -> str:
 
 
 def check_format(zarr_format: Any) -> int | None:
-    if zarr_format is not None and zarr_format not in FORMATS:
+    if zarr_format is None:
+        return None
+    # an int only: an array has no single truth value, True and 3.0 are no format numbers
+    if isinstance(zarr_format, bool) or not isinstance(zarr_format, int | np.integer) \
+            or zarr_format not in FORMATS:
         raise SpecError(f"zarr_format must be 1, 2, 3 or None (detect), got {zarr_format!r}")
-    return zarr_format
+    return int(zarr_format)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from .creation import (
     create_array_at,
     data_type_of,
     digit_fill,
+    flag,
     full_like_kwargs,
     like,
     parse_shape,
@@ -327,7 +328,7 @@ class Group(Node, Mapping[str, Any]):
         _check_not_mapping(data)
         data = np.asarray(data)
         dtype = data_type_of(data) if dtype is None else dtype
-        if kwargs.get("overwrite"):
+        if flag(kwargs.get("overwrite", False), "overwrite"):
             self._check_writable()
             _validate_names(name)
             self._consolidated = None
@@ -509,6 +510,8 @@ def _check_castable(node: Array, dtype: Any) -> None:
 
 
 def _validate_names(name: str) -> None:
+    if not isinstance(name, str):
+        raise InvalidNameError(f"invalid node name {name!r}: must be a string")
     for part in name.strip("/").split("/"):
         validate_node_name(part)
 

@@ -23,7 +23,7 @@ Fields = str | Sequence[str]
 class SelectionMethods:
     """Mixin of `Array`. Uses only `self[...]`, `oindex`, `vindex`, `shape`, `dtype`, `chunks`,
     `shards`, and `_read_into` (`out=`) and `_set_fields` (`fields=` writes) of the array and
-    its indexers."""
+    its indexers, and the array's `_follow_resize` (block and mask writes)."""
 
     # -- reading ---------------------------------------------------------------------------------
     def get_basic_selection(self, selection: Any = Ellipsis, *, out: Any = None,
@@ -80,11 +80,15 @@ class SelectionMethods:
     def set_mask_selection(self, mask: Any, value: Any, *, fields: Fields | None = None,
                            prototype: Any = None) -> None:
         """Write the elements where a boolean `mask` of the array's shape is True."""
+        self._follow_resize()  # the stored shape, as `vindex[mask] = value` checks it against
         self._set(self.vindex, _mask(mask, self.shape), value, fields, prototype)
 
     def set_block_selection(self, selection: Any, value: Any, *, fields: Fields | None = None,
                             prototype: Any = None) -> None:
         """Write whole blocks of the chunk grid (shards when sharded)."""
+        # Blocks of the stored shape, as other writes are planned against it: cut to the shape
+        # of a handle that missed another's resize, a block was written in part.
+        self._follow_resize()
         self._set(self, self._block_region(selection), value, fields, prototype)
 
     # -- helpers ---------------------------------------------------------------------------------

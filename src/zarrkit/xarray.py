@@ -3,9 +3,9 @@
 The output follows xarray's Zarr conventions, so `xr.open_zarr` (zarr-python) and
 `xr.open_dataset(..., engine="zarrkit")` read it back: CF encoding by xarray itself, dimension
 names as v3 `dimension_names` (v2: the `_ARRAY_DIMENSIONS` attribute), v3 fill values in the
-array metadata with `_FillValue` as a base64 attribute (v2: `fill_value` is `_FillValue`), and
-consolidated metadata at the root. Dask-backed variables are written in parallel,
-shard-aligned (see `zarrkit.dask.from_dask`).
+array metadata with a `_FillValue` attribute as xarray encodes it (base64 for floats; v2:
+`fill_value` is `_FillValue`), and consolidated metadata at the root. Dask-backed variables
+are written in parallel, shard-aligned (see `zarrkit.dask.from_dask`).
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ Key "a/b/c" is the file `<root>/a/b/c`. Design points:
   when none does): processes that opened the store at different roots (`t.zarr` and
   `t.zarr/a`) still lock the same byte. Lock files are not deleted while their node exists
   (deleting them would let two processes lock different files for the same key).
+  `process_locks=False` (a spec's `file_io_locking` mode "none" or "non_atomic") keeps the
+  thread locks only: no lock file is looked for, opened or made.
 * The hot paths use plain string joins and raw descriptors: a small chunk read is one openat2,
   fstat, pread and close.
 

@@ -182,7 +182,7 @@ def valid_concurrency(value: Any) -> bool:
         return False
     limit = value.get("limit", "shared")
     whole = type(limit) is int or (type(limit) is float and limit.is_integer())  # 10.0 too
-    return limit == "shared" or (whole and limit >= 1)
+    return (isinstance(limit, str) and limit == "shared") or (whole and limit >= 1)
 
 
 def check_tuning(spec: Spec, name: str) -> None:
@@ -483,6 +483,8 @@ def open_kvstore(
     adapted = foreign.adapt(where, options.read_only)  # a dict, an FSMap, zarr-python's stores
     if adapted is not None:
         return adapted
+    if storage_options is not None and not isinstance(storage_options, Mapping):
+        raise SpecError(f"storage_options must be a dict; got {storage_options!r}")
     options = dataclasses.replace(options, storage_options=storage_options or None,
                                   context=context)
     spec = normalize_kvstore_spec(where)

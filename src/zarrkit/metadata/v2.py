@@ -244,7 +244,9 @@ class ArrayMetadataV2:
         return doc
 
     def _fill_json(self) -> Any:
-        if self.fill_value_json is not ...:
+        # Kept as read (writers encode some types differently), unless it holds a bare NaN or
+        # Infinity: not JSON, which the spec writes as "NaN", and other readers refuse.
+        if self.fill_value_json is not ... and not _bare_special(self.fill_value_json):
             return self.fill_value_json
         if self._object_codec() == "vlen-bytes" and isinstance(self.fill_value, bytes):
             return base64.standard_b64encode(self.fill_value).decode("ascii")  # as zarr-python 3
@@ -255,6 +257,13 @@ class ArrayMetadataV2:
         if "fill_value" in changes:
             changes.setdefault("fill_value_json", ...)
         return dataclasses.replace(self, **changes)
+
+
+def _bare_special(value: Any) -> bool:
+    """Whether a JSON value read holds a bare NaN or ±Infinity literal (as floats)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    return isinstance(value, list) and any(_bare_special(v) for v in value)
 
 
 def _vlen_fill(value: Any, codec: str | None, where: str) -> Any:

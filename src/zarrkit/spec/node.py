@@ -1,7 +1,10 @@
-"""What arrays gain from the spec layer: TensorStore's descriptions, views, spec(), pickling.
+"""What arrays gain from the spec layer: TensorStore's descriptions, views, spec(), pickling,
+and its object API (`read`/`write`/`resolve` futures, `storage_statistics`, `mode`, `kvstore`,
+`url`).
 
 `SpecNode` is a mixin of `Array`. It relies only on the array's `store`, `path`, `_metadata`,
-`read_only`, `write_empty_chunks` and indexing, so this module does not import the node layer.
+`read_only`, `write_empty_chunks` and indexing, so this module imports nothing of the node
+layer but `storage.prefix_of` (the chunk keys' prefix, to drop cached chunks).
 `OpenState` is what opening from a spec adds to an array: its context, cache pool and
 revalidation bounds.
 """

@@ -35,7 +35,7 @@ class CodecSpec:
         if not isinstance(json, dict):
             raise SpecError(f"codec: expected an object, got {json!r}")
         driver = json.get("driver")
-        if driver not in _CODEC_DRIVERS:
+        if not isinstance(driver, str) or driver not in _CODEC_DRIVERS:
             raise SpecError(f"codec.driver: expected one of {list(_CODEC_DRIVERS)}, got "
                             f"{driver!r}")
         allowed = {"driver", "codecs"} if driver == "zarr3" else {"driver", "compressor",
@@ -216,7 +216,13 @@ class Schema:
         self._codec = codec if self._codec is None else self._codec.merge(codec, where)
 
     def _set_fill(self, value: Any, where: str) -> None:
-        value = np.asarray(value) if self._dtype is None else _cast_fill(value, self._dtype, where)
+        try:  # ragged lists ([[1, 2], [3]]) are no array at all
+            value = np.asarray(value) if self._dtype is None \
+                else _cast_fill(value, self._dtype, where)
+        except (SpecError, MetadataError):
+            raise
+        except ValueError:
+            raise SpecError(f"{where}: the fill value must be a scalar, got {value!r}") from None
         if value.ndim:
             raise SpecError(f"{where}: the fill value must be a scalar, got shape {value.shape}")
         if self._fill is not None and not same_fill(self._fill, value):

@@ -40,7 +40,7 @@ def _bound_from_json(value: Any, where: str, infinity: str) -> tuple[int, bool]:
         if len(value) != 1:
             raise SpecError(f"{where}: expected a bound or [bound], got {value!r}")
         value = value[0]
-    if value == infinity:
+    if isinstance(value, str) and value == infinity:
         return (-INF if value == "-inf" else INF_MAX), implicit
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise SpecError(f"{where}: expected an integer bound or {infinity!r}, got {value!r}")
@@ -638,9 +638,13 @@ class IndexDomain:
 
 def _domain_from_members(json: dict[str, Any], prefix: str, where: str) -> IndexDomain:
     def get(name: str) -> Any:
-        return json.get(prefix + name)
+        value = json.get(prefix + name)  # a numpy array has no single truth value: a list
+        return value.tolist() if isinstance(value, np.ndarray) else value
 
     rank = get("rank")
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int | np.integer)
+                             or rank < 0):
+        raise SpecError(f"{where}.{prefix}rank: expected a non-negative integer, got {rank!r}")
     for name in ("inclusive_min", "exclusive_max", "inclusive_max", "shape", "labels"):
         if get(name) is not None:
             rank = len(_int_list(get(name), rank, f"{where}.{prefix}{name}"))
@@ -665,8 +669,11 @@ def _domain_from_members(json: dict[str, Any], prefix: str, where: str) -> Index
     labels = get("labels") or [""] * rank
     if not all(isinstance(label, str) for label in labels):
         raise SpecError(f"{where}.{prefix}labels: expected strings, got {labels!r}")
-    return IndexDomain(tuple(v for v, _ in lo), tuple(v for v, _ in hi),
-                       tuple(f for _, f in lo), tuple(f for _, f in hi), tuple(labels))
+    try:
+        return IndexDomain(tuple(v for v, _ in lo), tuple(v for v, _ in hi),
+                           tuple(f for _, f in lo), tuple(f for _, f in hi), tuple(labels))
+    except SpecError as e:  # an empty interval: named by the member it came from
+        raise SpecError(f"{where}: {e}") from None
 
 
 # -- output index maps ----------------------------------------------------------------------
@@ -812,6 +819,8 @@ def check_array_shapes(transform: IndexTransform, where: str,
 def _integer(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise SpecError(f"{where}: expected an integer, got {value!r}")
+    if not -2**63 <= value < 2**63:  # TensorStore's Index is a 64-bit integer
+        raise SpecError(f"{where}: {value} is outside the 64-bit integer range")
     return value
 
 

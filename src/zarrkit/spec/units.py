@@ -46,11 +46,11 @@ class Unit:
             if match is None:  # pragma: no cover - the pattern matches every string
                 raise SpecError(f"{where}: invalid unit {value!r}")
             number, base = match.groups()
-            return cls(float(number) if number else 1.0, base)
+            return _unit_at(float(number) if number else 1.0, base, where)
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return cls(float(value), "")
+            return _unit_at(float(value), "", where)
         if isinstance(value, list | tuple) and len(value) == 2 and isinstance(value[1], str):
-            return cls(value[0], value[1])
+            return _unit_at(value[0], value[1], where)
         raise SpecError(f"{where}: expected a unit such as \"4nm\", a number or "
                         f"[multiplier, base_unit], got {value!r}")
 
@@ -84,6 +84,14 @@ class Unit:
 
 
 Units = tuple[Unit | None, ...]
+
+
+def _unit_at(multiplier: Any, base_unit: str, where: str) -> Unit:
+    """Unit(multiplier, base_unit), a refusal named by `where` (the member it came from)."""
+    try:
+        return Unit(multiplier, base_unit)
+    except SpecError as e:
+        raise SpecError(f"{where}: {e}") from None
 
 
 def parse_units(values: Any, where: str = "dimension_units") -> Units:
