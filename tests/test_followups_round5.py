@@ -125,3 +125,24 @@ def test_a_bare_nan_fill_is_rewritten_as_the_spec_writes_it(tmp_path, dtype, bar
     t = ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": str(tmp_path / "a")}}
                 ).result()
     np.testing.assert_array_equal(t.read().result(), np.resize(expected, 6))
+
+
+@pytest.mark.parametrize(("offset", "stride", "value"), [(0, 2**40, 2**24), (3, 2**40, 2**24),
+                                                        (-2**62, 2**61, 5)])
+def test_index_array_positions_that_overflow_are_refused(tmp_path, offset, stride, value):
+    """offset + stride * value beyond 64 bits wrapped in numpy: 2**40 * 2**24 read element
+    `offset` (0 or 3) silently; TensorStore refuses it as an overflow, and so does zarrkit."""
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path / "a")},
+            "metadata": {"shape": [10], "data_type": "int16"}}
+    zarrkit.open(spec, create=True)[...] = np.arange(10)
+    transform = {"input_inclusive_min": [0], "input_exclusive_max": [1],
+                 "output": [{"offset": offset, "stride": stride, "index_array": [value]}]}
+    t = ts.open({**spec, "metadata": {}}).result()
+    with pytest.raises(IndexError, match="overflow"):
+        t[ts.IndexTransform(json=transform)].read().result()
+    with pytest.raises(zarrkit.errors.SelectionError, match="integer overflow"):
+        zarrkit.open({"driver": "zarr3", "kvstore": spec["kvstore"],
+                      "transform": transform}).read().result()
+    v = zarrkit.open(spec).view.translate_by[5]  # composing overflows the same way
+    with pytest.raises(zarrkit.errors.SelectionError, match="integer overflow"):
+        v[zarrkit.d[0].stride[stride]].oindex[[value]].translate_by[offset].read().result()
