@@ -146,3 +146,32 @@ def test_index_array_positions_that_overflow_are_refused(tmp_path, offset, strid
     v = zarrkit.open(spec).view.translate_by[5]  # composing overflows the same way
     with pytest.raises(zarrkit.errors.SelectionError, match="integer overflow"):
         v[zarrkit.d[0].stride[stride]].oindex[[value]].translate_by[offset].read().result()
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("inner", ["c", "sub", "c/x/y", "0"])
+def test_no_node_is_made_inside_an_array_by_its_path(tmp_path, zarr_format, inner):
+    """`create("a.zarr/c", overwrite=True)` made a node in the array's chunk directory (and
+    replacing it would delete the array's chunks); now refused, at any depth, the array intact."""
+    a = zarrkit.create(str(tmp_path / "a.zarr"), shape=(4, 4), chunks=(2, 2), dtype="i4",
+                       zarr_format=zarr_format, **({"dimension_separator": "/"}
+                                                   if zarr_format == 2 else {}))
+    a[...] = np.arange(16).reshape(4, 4)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    where = str(tmp_path / "a.zarr" / inner)
+    for make in (lambda: zarrkit.create(where, shape=(2,), dtype="i4", overwrite=True),
+                 lambda: zarrkit.open_group(where, mode="w"),
+                 lambda: zarrkit.open_group(where, mode="a", zarr_format=2)):
+        with pytest.raises(zarrkit.errors.MetadataError, match="inside the array at"):
+            make()
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert after == before
+    np.testing.assert_array_equal(zarrkit.open(str(tmp_path / "a.zarr"))[...],
+                                  np.arange(16).reshape(4, 4))
+
+
+def test_a_group_above_still_takes_a_node_by_its_path_of_either_format(tmp_path):
+    zarrkit.open_group(str(tmp_path / "g.zarr"), mode="w")
+    zarrkit.create(str(tmp_path / "g.zarr" / "v2"), shape=(2,), zarr_format=2)
+    zarrkit.create(str(tmp_path / "g.zarr" / "plain" / "deep"), shape=(2,))
+    assert zarrkit.open(str(tmp_path / "g.zarr" / "v2")).zarr_format == 2

@@ -158,10 +158,49 @@ def ensure_parents(store: KvStore, path: str, zarr_format: int = 3) -> None:
                 f"cannot create a Zarr v{zarr_format} node under {parent or '/'!r}: it is a "
                 f"v{other} group (one hierarchy, one format); give zarr_format={other} to "
                 "create it in the hierarchy's format")
+    if not path or "" in missing:  # the store's root is new: what is above it decides too
+        _check_above_root(store)
     if missing:  # all checked: the missing groups written in one request, and recorded
         group = formats.new_group(zarr_format)
         store.set_many([doc for p in missing for doc in formats.documents(p, group)])
         record_consolidated_many(store, dict.fromkeys(missing, group))
+
+
+#: The documents that make a level above a store's root a node.
+_NODE_DOCUMENTS = (V3_METADATA_KEY, formats.GROUP_KEY, formats.ARRAY_KEY)
+
+
+def _check_above_root(store: KvStore) -> None:
+    """A node about to be made at a store's root (a path such as "data.zarr/new") may not be
+    inside an array's directory, at any depth: its keys could be the array's chunk keys, and
+    replacing it would delete them. The levels above are read up to the nearest node, one
+    request a level (a local store's directories, an object store's prefixes up to the
+    bucket). A group there may hold it, of either format, as a node opened by its own path."""
+    above, rel = store.parent(), ""
+    while above is not None:
+        level, name = above
+        rel = join(name, rel) if rel else name  # the new node's path below `level`
+        try:
+            raws = level.get_many([(k, None) for k in _NODE_DOCUMENTS])
+        except StoreError:
+            return  # not this writer's to read (permissions): nothing known above
+        v3, group, array = raws
+        if array is not None or v3 is not None and _node_type(v3) == "array":
+            raise MetadataError(f"cannot create a node at {rel!r} inside the array at "
+                                f"{level!r}: its directory holds the array's chunks")
+        if v3 is not None or group is not None:
+            return  # a group: a node by its own path may start a hierarchy of its own there
+        above = level.parent()
+
+
+def _node_type(raw: Any) -> str | None:
+    try:
+        doc = json_loads(bytes(raw), what=V3_METADATA_KEY)
+    except MetadataError:
+        return None  # not readable: opening that node reports it
+    return doc.get("node_type") if isinstance(doc, dict) else None
+
+
 
 
 def delete_node(store: KvStore, path: str) -> None:
