@@ -54,6 +54,7 @@ import numcodecs
 import numpy as np
 import pytest
 from numcodecs.compat import ensure_bytes
+from test_fuzz_formats import gen_bytes_codec
 
 import zarrkit
 from zarrkit.kvstore.memory import MemoryStore
@@ -134,12 +135,6 @@ def gen_bytes_codecs(rng, itemsize):
         else:
             out.append({"name": "crc32c"})
     return out
-
-
-def gen_bytes_codec(rng, itemsize=8):
-    if itemsize == 1:
-        return {"name": "bytes"}
-    return {"name": "bytes", "configuration": {"endian": rng.choice(["little", "big"])}}
 
 
 def gen_leaf_chain(rng, rank, itemsize):

@@ -1348,31 +1348,19 @@ def nchunks(shape: tuple[int, ...], chunks: tuple[int, ...]) -> int:
 
 def inner_chunks_stored(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> int:
     """How many inner chunks within the array's bounds the stored `shards` (grid positions)
-    hold, from their indexes read on the pool. Read afresh, not from the handle's cache: a
-    cached index is only checked when chunks are read at its offsets, so it may predate
-    another writer's change; the fresh ones replace it."""
-    sharding = arr.sharding
-    if sharding is None:
+    hold (`inner_chunks_present`)."""
+    if arr.sharding is None:
         return _inner_chunks_decoded(arr, shards)
-    cps = sharding.chunks_per_shard
-    grid = [-(-s // c) for s, c in zip(arr.shape, sharding.chunk_shape, strict=True)]
-
-    def count(shard: tuple[int, ...]) -> int:
-        index, _ = _shard_index(arr, sharding, shard, fresh=True)
-        if index is None:  # deleted since it was listed
-            return 0
-        # An edge shard's index also has entries for positions beyond the array's edge.
-        inside = tuple(slice(0, max(0, min(n, g - s * n)))
-                       for s, n, g in zip(shard, cps, grid, strict=True))
-        return int(np.count_nonzero(index[inside][..., 0] != _EMPTY))
-
-    return sum(_run(arr, bounded(arr.copy_limit, count), shards, inline=len(shards) <= 1))
+    return sum(len(rows) for rows in inner_chunks_present(arr, shards))
 
 
 def inner_chunks_present(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> list[np.ndarray]:
     """Of each shard (grid positions, plain sharding only), the positions in the array's grid
     of inner chunks (rows of an (n, rank) array) its stored index holds within the array's
-    bounds; none for a shard not stored. Indexes read afresh, as `inner_chunks_stored`."""
+    bounds; none for a shard not stored (deleted since it was listed). The indexes are read
+    on the pool, afresh, not from the handle's cache: a cached index is only checked when
+    chunks are read at its offsets, so it may predate another writer's change; the fresh
+    ones replace it."""
     sharding = arr.sharding
     if sharding is None:
         raise TypeError("inner_chunks_present: the array is not plainly sharded")
@@ -1383,6 +1371,7 @@ def inner_chunks_present(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> li
         index, _ = _shard_index(arr, sharding, shard, fresh=True)
         if index is None:
             return np.empty((0, len(cps)), dtype=np.int64)
+        # An edge shard's index also has entries for positions beyond the array's edge.
         inside = tuple(slice(0, max(0, min(n, g - s * n)))
                        for s, n, g in zip(shard, cps, grid, strict=True))
         local = np.argwhere(index[inside][..., 0] != _EMPTY)

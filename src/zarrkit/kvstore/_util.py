@@ -8,6 +8,9 @@ from ..errors import SpecError, StoreError
 from .base import Buffer, ByteRange
 
 MAX_IO = 1 << 30  # one read()/write() is capped by the OS (~2 GiB on Linux); stay below
+#: Characters left unescaped in the paths of URLs zarrkit writes: RFC 3986's pchar less "|"
+#: (the separator of a URL pipeline such as "file:///x.zip|zip:a").
+URL_SAFE = "/:@!$&'()*+,;="
 
 
 def local_path(path: str | os.PathLike[str], what: str) -> str:

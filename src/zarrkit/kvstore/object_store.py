@@ -54,7 +54,7 @@ from ..errors import (
     StoreUnreachableError,
 )
 from ._remote_options import RemoteOptions
-from ._util import coalesce, resolve_range
+from ._util import URL_SAFE, coalesce, resolve_range
 from .base import Buffer, ByteRange, GenerationMismatch, KvStore, validate_key, validate_prefix
 
 LOCK_DIR = ".zarrkit-locks"
@@ -76,10 +76,6 @@ def _obstore() -> Any:
     return obstore
 
 
-#: Characters a key keeps unescaped in the URLs messages show (RFC 3986's pchar, as in url.py).
-_URL_SAFE = "/:@!$&'()*+,;="
-
-
 @dataclass(frozen=True)
 class Location:
     """Which remote store: `kind` ("s3", "gcs", "azure", "http"), bucket/container or base URL,
@@ -96,7 +92,7 @@ class Location:
         bucket = _split_userinfo(self.bucket)[0] if self.kind == "http" else self.bucket
         base = scheme + bucket.rstrip("/")
         # Percent-encoded, as URLs are read (s3://b/my%20data is the prefix "my data").
-        return f"{base}/{quote(self.prefix, safe=_URL_SAFE)}" if self.prefix else base
+        return f"{base}/{quote(self.prefix, safe=URL_SAFE)}" if self.prefix else base
 
 
 def _retry_config(options: RemoteOptions) -> dict[str, Any]:

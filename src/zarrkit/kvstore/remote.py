@@ -22,6 +22,7 @@ from ..errors import SpecError
 from . import _remote_options as ro
 from ._io_resources import normalize as normalize_resource
 from ._io_resources import seconds
+from ._util import URL_SAFE
 from .base import KvStore, validate_key
 from .object_store import Location, ObjectStore
 from .resources import resolve_member
@@ -36,7 +37,6 @@ from .url import (
 )
 
 Spec = dict[str, Any]
-_SAFE = "/:@!$&'()*+,;="
 
 
 def _clean(path: Any, spec: Mapping[str, Any]) -> str:
@@ -94,7 +94,7 @@ def _bucket_url(scheme: str, driver: str, body: str, url: str) -> Spec:
 
 def _bucket_to_url(scheme: str) -> Callable[[Spec], str]:
     def to_url(spec: Spec) -> str:
-        path = quote(str(spec.get("path", "")).strip("/"), safe=_SAFE)
+        path = quote(str(spec.get("path", "")).strip("/"), safe=URL_SAFE)
         return f"{scheme}://{spec['bucket']}/{path}".rstrip("/")
     return to_url
 
@@ -215,7 +215,7 @@ def _azure_from_url(scheme: str) -> Callable[[str, Spec | None, str], Spec]:
 
 
 def _azure_to_url(spec: Spec) -> str:
-    path = quote(str(spec.get("path", "")).strip("/"), safe=_SAFE)
+    path = quote(str(spec.get("path", "")).strip("/"), safe=URL_SAFE)
     if "account" in spec:  # only the abfs form names the account
         host = f"{spec['container']}@{spec['account']}.dfs.core.windows.net"
         return f"abfs://{host}/{path}".rstrip("/")
@@ -253,7 +253,7 @@ def _http_join(base: str, path: str) -> str:
     if not path:
         return base
     parts = urlsplit(base)
-    joined = parts.path.rstrip("/") + "/" + quote(path, safe=_SAFE)
+    joined = parts.path.rstrip("/") + "/" + quote(path, safe=URL_SAFE)
     return urlunsplit(parts._replace(path=joined))
 
 

@@ -28,6 +28,7 @@ from urllib.parse import quote, unquote
 from ..errors import InvalidKeyError, SpecError
 from . import foreign
 from ._io_resources import normalize as normalize_resource
+from ._util import URL_SAFE
 from .base import KvStore, validate_key
 from .file import FileStore
 from .memory import MemoryStore
@@ -37,8 +38,6 @@ from .zip import ZipStore
 Spec = dict[str, Any]
 
 _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
-# Characters left unescaped in URL paths: RFC 3986 pchar minus "|" (the pipeline separator).
-_SAFE = "/:@!$&'()*+,;="
 _MODES = ("r", "r+", "a", "w", "w-")
 
 
@@ -160,7 +159,7 @@ def _file_to_url(spec: Spec) -> str:
     if not path.startswith("/"):  # "file://rel/x" would name the host "rel"
         raise SpecError(f"kvstore spec {spec!r} has no URL form: file URLs need an absolute "
                         f"path, not the relative {path!r}")
-    return "file://" + quote(path, safe=_SAFE)
+    return "file://" + quote(path, safe=URL_SAFE)
 
 
 def check_resource(spec: Spec, name: str, valid: Callable[[Any], bool], expected: str) -> None:
@@ -221,7 +220,7 @@ def _memory_from_url(body: str, base: Spec | None, url: str) -> Spec:
 
 
 def _memory_to_url(spec: Spec) -> str:
-    return "memory://" + quote(_spec_path(spec, spec), safe=_SAFE)
+    return "memory://" + quote(_spec_path(spec, spec), safe=URL_SAFE)
 
 
 def _check_memory(spec: Spec) -> None:
@@ -256,7 +255,7 @@ def _zip_from_url(body: str, base: Spec | None, url: str) -> Spec:
 
 
 def _zip_to_url(spec: Spec) -> str:
-    return "zip:" + quote(_spec_path(spec, spec), safe=_SAFE)
+    return "zip:" + quote(_spec_path(spec, spec), safe=URL_SAFE)
 
 
 def _base_spec(base: object) -> Spec:

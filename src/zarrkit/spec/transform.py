@@ -752,7 +752,7 @@ class OutputIndexMap:
                 valid = _scaled_valid(_closed_from_json(
                     json["index_array_bounds"], f"{where}.index_array_bounds"), offset, stride)
             return cls(offset if not stride else 0,
-                       index_array=scaled_array(array, offset, stride, where),
+                       index_array=_scaled_array(array, offset, stride, where),
                        valid=valid, scale=(offset, stride))
         if "index_array_bounds" in json:
             raise SpecError(f"{where}.index_array_bounds: only an index_array map has bounds")
@@ -1206,12 +1206,12 @@ def _scale(m: OutputIndexMap, offset: int, stride: int) -> OutputIndexMap:
         return _constant(offset + stride * m.offset)
     if m.method == "single_input_dimension":
         return OutputIndexMap(offset + stride * m.offset, stride * m.stride, m.input_dimension)
-    return _array_map(scaled_array(m.index_array, offset, stride, "index array"),
+    return _array_map(_scaled_array(m.index_array, offset, stride, "index array"),
                       _scaled_valid(m.valid, offset, stride),
                       (offset + stride * m.scale[0], stride * m.scale[1]))
 
 
-def scaled_array(array: np.ndarray, offset: int, stride: int, where: str) -> np.ndarray:
+def _scaled_array(array: np.ndarray, offset: int, stride: int, where: str) -> np.ndarray:
     """`offset + stride * array` in int64, refused (as TensorStore refuses it) where a value
     does not fit: numpy would wrap it onto another position. (Values that fit but lie beyond
     the domain or array are refused later, by the bounds checks that name them.)"""
