@@ -27,7 +27,7 @@ DOCS = {p.name: p.read_text() for p in (ROOT / "docs").glob("*.md")}
 
 #: Layer of each top-level module or package, from the table in docs/architecture.md (0: top).
 LAYERS = {
-    **dict.fromkeys(["__init__", "api", "cli", "cli_convert", "cli_tools", "progress",
+    **dict.fromkeys(["__init__", "api", "asynchronous", "cli", "cli_convert", "cli_tools", "progress",
                      "conversion", "copying", "dask", "xarray", "xarray_backend", "describe"], 0),
     "consolidated": 1,
     **dict.fromkeys(["node", "array", "group", "attributes", "info", "creation", "creation_v2",
@@ -38,9 +38,14 @@ LAYERS = {
 }
 
 #: The upward imports the document names: the spec layer's opening glue and `Array`'s mixin
-#: use the node layer; the nodes' notebook HTML imports `describe` when it runs.
+#: use the node layer; the nodes' notebook HTML imports `describe` when it runs, their async
+#: handles `asynchronous` when asked for.
 UPWARD = {("spec.open", "formats"), ("spec.open", "storage"), ("spec.open", "array"),
-          ("spec.node", "storage"), ("group", "describe"), ("array", "describe")}
+          ("spec.node", "storage"), ("group", "describe"), ("array", "describe"),
+          ("group", "asynchronous"), ("array", "asynchronous"),
+          # transactions: bound arrays subclass `Array` and hold its shape locks at the commit
+          ("spec.transaction", "array"), ("spec.transaction", "_resize_guard"),
+          ("spec.transaction", "storage")}
 
 
 def _layer(module: str) -> int:

@@ -225,6 +225,14 @@ def _check_tensorstore_spec(ns, values, out, work):
     assert zarrkit.open(str(work / "ts.zarr"), mode="r")[1, 1] == 1.5
 
 
+def _check_transaction(ns, values, out, work):
+    txn, a = ns["txn"], ns["a"]
+    assert txn.commit_started and txn.future.result() is None and not txn.aborted
+    again = zarrkit.open(str(work / "ts.zarr"), mode="r")  # committed: on disk for every handle
+    assert again.shape == (100, 50) and (again[:10] == 0).all()  # 1.5 at [0:2, 0:2] before
+    assert tuple(a.resolve().result().shape) == (100, 50)
+
+
 def _check_icechunk(ns, values, out, work):
     x, data = ns["x"], ns["data"]
     np.testing.assert_array_equal(x[...], data)
@@ -302,6 +310,8 @@ def _check_xarray(ns, values, out, work):
 EXAMPLES = [
     Example('a.attrs["calibrated"] = True', _check_using_it),
     Example('"codecs": [{"name": "blosc"}]}}, create=True)', _check_tensorstore_spec),
+    Example("t = a.with_transaction(txn)      # also zarrkit.open(spec, transaction=txn)",
+            _check_transaction),
     Example('snapshot = session.commit("first version")', _check_icechunk),
     Example('zarrkit.open("gs://bucket/x.zarr", mode="r", storage_options={"token": "anon"})',
             _check_object_stores, _setup_object_stores),

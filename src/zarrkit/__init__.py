@@ -36,6 +36,7 @@ from .api import (
     zeros_like,
 )
 from .array import Array
+from .asynchronous import AsyncArray, AsyncGroup  # also makes zarrkit.api.asynchronous
 from .consolidated import consolidate_metadata
 from .conversion import convert, from_array, upgrade_metadata
 from .copying import copy, copy_all, copy_store
@@ -65,6 +66,7 @@ from .errors import (
     SpecError,
     StoreError,
     StoreUnreachableError,
+    TransactionError,
     UnpicklableError,
     ZarrkitError,
 )
@@ -75,6 +77,7 @@ from .spec.context import Context
 from .spec.dim_expression import DimExpression, d
 from .spec.schema import CodecSpec, Schema
 from .spec.spec import Spec
+from .spec.transaction import Transaction
 from .spec.transform import Dim, IndexDomain, IndexTransform
 from .spec.units import Unit
 from .spec.view import View
@@ -83,6 +86,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Array", "Group", "open", "open_array", "open_group", "group", "create", "array", "full",
+    "AsyncArray", "AsyncGroup",
     "zeros", "ones", "empty", "load", "save", "open_consolidated", "create_group", "create_array",
     "zeros_like", "ones_like", "full_like", "empty_like", "tree", "save_array", "save_group",
     "open_like", "from_array", "create_hierarchy", "copy", "copy_all", "copy_store",
@@ -96,7 +100,7 @@ __all__ = [
     "UnpicklableError",
     "ChunkNotFoundError", "to_dask", "from_dask",
     "Spec", "Schema", "ChunkLayout", "CodecSpec", "Context", "IndexDomain", "IndexTransform",
-    "Unit", "View", "d", "DimExpression", "cast", "Dim",
+    "Unit", "View", "d", "DimExpression", "cast", "Dim", "Transaction", "TransactionError",
 ]
 
 

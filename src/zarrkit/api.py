@@ -112,7 +112,8 @@ def open(where: Any = None, mode: str = "a", *, path: str | None = None,
     `"zarr"` for v2), opened with TensorStore's keywords and semantics: `open`, `create`,
     `delete_existing`, `assume_metadata`, `assume_cached_metadata`, `dtype`, `shape`, `domain`,
     `rank`, `chunk_layout`, `codec`, `fill_value`, `dimension_units`, `schema`, `context`,
-    `recheck_cached_data`, `recheck_cached_metadata` (plus `read_only`, `write=False`); a spec
+    `recheck_cached_data`, `recheck_cached_metadata`, `transaction` (a `zarrkit.Transaction`:
+    the array is opened, or created, bound to it) (plus `read_only`, `write=False`); a spec
     with a transform opens as a `View`, and `{"driver": "cast", "dtype": ..., "base": spec}` as
     `zarrkit.cast` of its base (the keywords go to the base). Modes: "r" read only; "r+"
     read/write, must exist; "a" read/write, created if missing; "w" create, replacing what

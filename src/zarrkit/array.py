@@ -54,8 +54,11 @@ _ENUMERATE_GRID_UP_TO = 1 << 16
 class Array(Node, SpecNode, SelectionMethods):
     """A Zarr array. Index it like a numpy array; `oindex`/`vindex` for array indices."""
 
-    def __init__(self, store: KvStore, path: str, metadata: ArrayMetadataV3, *,
-                 read_only: bool = False, write_empty_chunks: bool = False) -> None:
+    def __init__(self, store: KvStore, path: str = "", metadata: ArrayMetadataV3 | None = None,
+                 *, read_only: bool = False, write_empty_chunks: bool = False) -> None:
+        if self.set_up_already(store, metadata):  # zarr-python's Array(async_array)
+            return
+        assert metadata is not None
         self.store = store
         self.path = path
         # v1 is a read-only format here: zarrkit.convert upgrades it.
@@ -243,6 +246,16 @@ class Array(Node, SpecNode, SelectionMethods):
         self._set_metadata(updated)
         return attrs
 
+    @property
+    def async_array(self) -> Any:
+        """zarr-python's asynchronous handle on this array (`zarrkit.AsyncArray`; the same
+        one while it lives); also `_async_array`, as zarr-python's programs reach it."""
+        from .asynchronous import async_node  # the async layer wraps the nodes
+
+        return async_node(self)
+
+    _async_array = async_array
+
     def update_attributes(self, new_attributes: dict[str, Any]) -> Array:
         """`attrs.update(new_attributes)` (zarr-python's name), returning the array to chain."""
         self.attrs.update(new_attributes)
@@ -411,9 +424,20 @@ class Array(Node, SpecNode, SelectionMethods):
         the fill value there, never stale values. Waits for writes of the array in progress
         (in any thread or process sharing the store's locks) and holds off new ones.
 
+        zarr-python's `delete_outside_chunks=False` keeps the chunks outside as they are
+        stored: growing again then shows their old values, as in zarr-python.
+
         TensorStore's keywords also work (`exclusive_max=`, `inclusive_min=`, `expand_only=`,
         `shrink_only=`, `resize_metadata_only=`); they return the array."""
+        erase = options.pop("delete_outside_chunks", True)
+        if not isinstance(erase, bool):
+            raise SpecError(f"resize: delete_outside_chunks must be True or False; got {erase!r}")
         if options:
+            unknown = sorted(set(options) - _TS_RESIZE_KEYWORDS)
+            if unknown or not erase:
+                raise SpecError(f"resize: unexpected keyword argument(s) {unknown}" if unknown
+                                else "resize: delete_outside_chunks is zarr-python's keyword; "
+                                "TensorStore's keywords take resize_metadata_only=True instead")
             return self._resize_spec(*shape, **options)
         items = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
         try:
@@ -422,7 +446,7 @@ class Array(Node, SpecNode, SelectionMethods):
         except TypeError:
             raise SelectionTypeError(f"cannot resize array {self.name} to {shape!r}: expected "
                                      "integers") from None
-        self._resize_to(new_shape)
+        self._resize_to(new_shape, erase)
         return None
 
     def _resize_to(self, new_shape: tuple[int, ...], erase: bool = True) -> None:
@@ -473,12 +497,15 @@ class Array(Node, SpecNode, SelectionMethods):
         self.store.delete_many(doomed)
         # Only stored edge chunks: erasing an absent one would store it (write_empty_chunks).
         fill = np.asarray(self._engine.fill_value)
-        # Inner chunks wholly beyond the new shape end absent whatever write_empty_chunks says:
-        # they are erased by an engine that drops chunks left all fill.
-        dropping = dataclasses.replace(self._engine, write_empty_chunks=False)
+        # Inner chunks (the innermost of nested shards) wholly beyond the new shape end absent
+        # whatever write_empty_chunks says: they are erased by an engine that drops chunks left
+        # all fill, and keeps as they were the stored ones it re-encodes without touching.
+        dropping = dataclasses.replace(self._engine, write_empty_chunks=False,
+                                       keep_stored=self._engine.write_empty_chunks)
+        unit = self._engine.innermost_chunks or self._engine.read_chunk_shape
         for key, stored in zip(edges, self.store.exists_many(list(edges)), strict=True):
             if stored:  # (the caller holds the exclusive shape lock: write without taking it)
-                for beyond, sel in _erasures(edges[key], new_shape, self._engine.read_chunk_shape):
+                for beyond, sel in _erasures(edges[key], new_shape, unit):
                     chunk_io.write(dropping if beyond else self._engine, self._plan(sel), fill)
 
     def _chunks_to_check(self, shape: tuple[int, ...], grid_chunks: tuple[int, ...]
@@ -615,6 +642,11 @@ class Array(Node, SpecNode, SelectionMethods):
         other = _reopen(self.store, self.path, self._metadata, self.read_only, write_empty)
         self._share_open_state(other)  # the spec's cache pool, fill_missing_data_reads, ...
         return other
+
+
+#: The keywords of TensorStore's resize (`Array.resize` passes them on to the spec layer).
+_TS_RESIZE_KEYWORDS = {"inclusive_min", "exclusive_max", "expand_only", "shrink_only",
+                       "resize_metadata_only"}
 
 
 def _erasures(region: tuple[slice, ...], shape: tuple[int, ...], inner: tuple[int, ...]

@@ -125,3 +125,10 @@ class UnpicklableError(NotSupportedError, TypeError):
 
 class SpecError(ZarrkitError, ValueError):
     """A TensorStore-style spec, schema, chunk layout or URL is invalid or contradictory."""
+
+
+class TransactionError(StoreError, ValueError):
+    """A transaction (`zarrkit.Transaction`) was used after its commit started or it was
+    aborted, an atomic one would need several keys committed as one where the store cannot,
+    or its commit found a conflict it could not resolve (nothing was written). A ValueError,
+    as TensorStore raises."""

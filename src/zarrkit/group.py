@@ -45,8 +45,10 @@ from .node import Node
 
 
 class Group(Node, Mapping[str, Any]):
-    def __init__(self, store: KvStore, path: str, metadata: GroupMetadataV3, *,
-                 read_only: bool = False) -> None:
+    def __init__(self, store: KvStore, path: str = "", metadata: GroupMetadataV3 | None = None,
+                 *, read_only: bool = False) -> None:
+        if self.set_up_already(store, metadata):  # zarr-python's Group(async_group)
+            return
         self.store = store
         self.path = path
         self._metadata = metadata
@@ -97,6 +99,14 @@ class Group(Node, Mapping[str, Any]):
             storage.write_attributes(self.store, self.path, updated)
         self._metadata = updated
         return attrs
+
+    @property
+    def _async_group(self) -> Any:
+        """zarr-python's asynchronous handle on this group (`zarrkit.AsyncGroup`; the same one
+        while it lives)."""
+        from .asynchronous import async_node  # the async layer wraps the nodes
+
+        return async_node(self)
 
     def update_attributes(self, new_attributes: dict[str, Any]) -> Group:
         """`attrs.update(new_attributes)` (zarr-python's name), returning the group to chain."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import formats
+from .errors import NodeTypeError
 
 
 class Node:
@@ -13,6 +14,28 @@ class Node:
     path: str
     store: Any
     _metadata: Any
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        """zarr-python's `Array(async_array)` / `Group(async_group)` give the node the async
+        handle wraps, itself (so each sees the other's resizes); `__init__` then leaves it
+        as it is (`set_up_already`)."""
+        node = wrapped_by(args, kwargs)
+        if node is None:
+            return super().__new__(cls)
+        if not isinstance(node, cls):
+            raise NodeTypeError(f"zarrkit.{cls.__name__}(x): x wraps a {type(node).__name__}, "
+                                f"not an {cls.__name__}")
+        return node
+
+    def set_up_already(self, store: Any, metadata: Any) -> bool:
+        """Whether `__init__(store, ...)` is zarr-python's `Array(async_array)` of this node
+        (nothing to do); NodeTypeError if `metadata` is missing otherwise."""
+        if metadata is not None:
+            return False
+        if wrapped_by((store,), {}) is self:
+            return True
+        raise NodeTypeError(f"zarrkit.{type(self).__name__}(...) takes an async handle, or a "
+                            f"store, path and metadata; got {type(store).__name__} alone")
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -42,6 +65,14 @@ class Node:
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.path))
+
+
+def wrapped_by(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The node that an async handle (`zarrkit.AsyncArray`, `AsyncGroup`) given alone wraps,
+    else None."""
+    if len(args) != 1 or kwargs:
+        return None
+    return getattr(args[0], "_zarrkit_node", None)
 
 
 def _same_store(a: Any, b: Any) -> bool:

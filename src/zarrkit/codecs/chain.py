@@ -144,6 +144,48 @@ class CodecChain:
             data = encode_bytes(data)
         return data
 
+    def encode_kept(self, array: np.ndarray, keep: np.ndarray, transient: bool = False) -> Buffer:
+        """`encode`, a sharding codec also storing the inner chunks (at every level) where
+        `keep` (a bool array of the chunk's shape) has an element, even when they are the fill
+        value (`ShardingCodec.encode_kept`). Other chains encode as `encode`."""
+        encode_kept = getattr(self.array_bytes, "encode_kept", None)
+        if encode_kept is None:
+            return self.encode(array, transient)
+        for codec, encode in zip(self.array_array, self._aa_encode, strict=True):
+            array = encode(array)
+            if isinstance(codec, TransposeCodec):  # the others map elements in place
+                keep = encode(keep)
+        data = encode_kept(array, self._ab_encode.keywords["spec"], keep)
+        for encode_bytes in self._bb_transient if transient else self._bb_encode:
+            data = encode_bytes(data)
+        return data
+
+    def stored_mask(self, data: Buffer) -> np.ndarray:
+        """For each element of the chunk `data` decodes to, whether it lies in a stored chunk:
+        of a chain that shards, in a stored inner chunk, at every level of nesting (through
+        transposes); of any other chain, all of them."""
+        mask = self._per_element("stored_mask", data)
+        return np.ones(self.spec.shape, bool) if mask is None else mask
+
+    def _per_element(self, name: str, data: Buffer) -> np.ndarray | None:
+        """The sharding codec's method `name` of the chunk `data` (its bytes->bytes codecs
+        undone): an array with a value per element of the shard, moved to the decoded chunk's
+        elements (only a transpose moves them; the other array->array codecs map them in
+        place). None when the array->bytes codec has no such method (it does not shard)."""
+        method = getattr(self.array_bytes, name, None)
+        if method is None:
+            return None
+        try:
+            values = method(self._decode_bytes(data, None))
+        except ZarrkitError:
+            raise
+        except Exception as e:
+            raise _library_error(e) from e
+        for codec, decode in zip(self.array_array[::-1], self._aa_decode, strict=True):
+            if isinstance(codec, TransposeCodec):
+                values = decode(values)
+        return values
+
     def _decoder_into(self, size: int | None, spec: ChunkSpec) -> Callable[..., Buffer] | None:
         """The last decode step (the first bytes->bytes codec) writing into a given buffer, when
         that codec can and the size of its output is fixed."""
@@ -294,20 +336,7 @@ class CodecChain:
         each element of the decoded chunk, its inner chunk's C-order position in the shard, or
         -1 minus that position when the shard does not store the inner chunk (it decodes to
         the fill value). None for other chains."""
-        entries = getattr(self.array_bytes, "entry_positions", None)
-        if entries is None:
-            return None
-        try:
-            positions = entries(self._decode_bytes(data, None))
-        except ZarrkitError:
-            raise
-        except Exception as e:
-            raise _library_error(e) from e
-        # Only a transpose moves elements; the other array->array codecs map them in place.
-        for codec, decode in zip(self.array_array[::-1], self._aa_decode, strict=True):
-            if isinstance(codec, TransposeCodec):
-                positions = decode(positions)
-        return positions
+        return self._per_element("entry_positions", data)
 
     def encoded_size(self) -> int | None:
         """The exact size of every encoded chunk, or None if it varies (compression, sharding)."""

@@ -293,6 +293,38 @@ class ShardingCodec(ArrayBytesCodec):
         buffers = [encode(blocks[coords + (...,)]) for coords in bound._coords(flats)]
         return bound._pack(flats, buffers)
 
+    def encode_kept(self, array: np.ndarray, spec: ChunkSpec, keep: np.ndarray) -> Buffer:
+        """`encode`, also storing, even when they are the fill value, the inner chunks where
+        `keep` (a bool array of the shard's shape) has an element: those a write touched under
+        write_empty_chunks, and those stored before that it left alone. Nested shards keep
+        their own inner chunks by the same mask."""
+        bound = self._bound(spec)
+        array = np.ascontiguousarray(array)
+        kept_blocks = np.ascontiguousarray(keep).reshape(bound._split).transpose(bound._block_axes)
+        ndim = len(bound.chunks_per_shard)
+        kept = kept_blocks.any(axis=tuple(range(ndim, 2 * ndim)))
+        flats = np.flatnonzero(bound._present(array) | kept).tolist()
+        blocks = array.reshape(bound._split).transpose(bound._block_axes)
+        inner = bound.inner
+        nested = isinstance(inner.array_bytes, ShardingCodec)
+        buffers = [inner.encode_kept(blocks[c + (...,)], kept_blocks[c + (...,)]) if nested
+                   else inner.encode(blocks[c + (...,)]) for c in bound._coords(flats)]
+        return bound._pack(flats, buffers)
+
+    def stored_mask(self, data: Buffer) -> np.ndarray:
+        """For each element of the shard `data` decodes to, whether its inner chunk is stored,
+        down to the innermost level of nested shards (a bool array of the shard's shape)."""
+        self._require_bound()
+        view = byte_view(data)
+        pairs = self._index_pairs(view)
+        out = np.zeros(self.spec.shape, bool)  # type: ignore[union-attr]
+        blocks = out.reshape(self._split).transpose(self._block_axes)  # views: they fill `out`
+        flats = np.flatnonzero(pairs[:, 0] != EMPTY)
+        for coords, offset, length in zip(self._coords(flats.tolist()), pairs[flats, 0].tolist(),
+                                          pairs[flats, 1].tolist(), strict=True):
+            blocks[coords + (...,)] = self.inner.stored_mask(view[offset:offset + length])
+        return out
+
     def _present(self, array: np.ndarray) -> np.ndarray:
         """Which inner chunks of a whole shard differ from the fill value (a bool array)."""
         if array.dtype.hasobject:

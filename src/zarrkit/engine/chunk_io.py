@@ -55,6 +55,10 @@ class ChunkedArray:
     fill_value: Any
     key: Callable[[tuple[int, ...]], str]  # chunk grid coords -> full store key
     write_empty_chunks: bool = False
+    #: Inner chunks (at any level) that a write re-encodes without touching stay stored if they
+    #: were, even when they are the fill value (what write_empty_chunks does too): for the
+    #: erasures of a resize, which drop the inner chunks they touch.
+    keep_stored: bool = False
     #: Decoded-chunk cache (engine/cache.py `CacheBinding`); None: every read fetches.
     cache: Any = None
     #: Bounds (engine/limits.py) on this array's concurrent tasks and store I/O; None: none.
@@ -70,12 +74,15 @@ class ChunkedArray:
     #: The inner chunk shape, in the array's dimensions, of any chain that shards (also behind
     #: array->array codecs or before bytes->bytes ones, which `sharding` leaves out); else None.
     inner_chunks: tuple[int, ...] | None = field(init=False)
+    #: The same of the innermost level of nested sharding (`inner_chunks` when not nested).
+    innermost_chunks: tuple[int, ...] | None = field(init=False)
 
     def __post_init__(self) -> None:
         c = self.chain
         plain = isinstance(c.array_bytes, ShardingCodec) and not c.array_array and not c.bytes_bytes
         object.__setattr__(self, "sharding", c.array_bytes if plain else None)
         object.__setattr__(self, "inner_chunks", inner_chunk_shape(c))
+        object.__setattr__(self, "innermost_chunks", inner_chunk_shape(c, innermost=True))
         ensure_concurrency(self.store.io_concurrency)  # remote stores: many requests in flight
         if self.io_limit is not None:
             object.__setattr__(self, "store", LimitedStore(self.store, self.io_limit))
@@ -95,14 +102,16 @@ class ChunkedArray:
         return np.asarray(self.fill_value, dtype=self.dtype).tobytes()
 
 
-def inner_chunk_shape(chain: CodecChain) -> tuple[int, ...] | None:
-    """The inner chunk shape of a chain whose array->bytes codec is sharding, in the dimensions
-    of the array: a transpose before the sharding permutes them (the other array->array codecs
-    keep the shape). None for a chain that does not shard."""
+def inner_chunk_shape(chain: CodecChain, innermost: bool = False) -> tuple[int, ...] | None:
+    """The inner chunk shape of a chain whose array->bytes codec is sharding (`innermost`: of
+    the innermost level of nested sharding), in the dimensions of the array: a transpose
+    before the sharding permutes them (the other array->array codecs keep the shape). None
+    for a chain that does not shard."""
     sharding = chain.array_bytes
     if not isinstance(sharding, ShardingCodec):
         return None
-    shape = list(sharding.chunk_shape)
+    deeper = inner_chunk_shape(sharding.inner, True) if innermost else None
+    shape = list(sharding.chunk_shape if deeper is None else deeper)
     for codec in reversed(chain.array_array):
         if isinstance(codec, TransposeCodec):  # encoded dimension k is decoded dimension order[k]
             undone = [0] * len(shape)
@@ -1094,7 +1103,7 @@ def _whole_encoded(arr: ChunkedArray, p: ChunkProjection, region: np.ndarray) ->
     """The transient bytes to store for chunk `p` written whole with `region` (None: it is the
     fill value, not stored)."""
     chunk = _chunk_from_value(p, region, arr.chunk_shape, arr.dtype, arr.fill_value)
-    return _encoded(arr, arr.chain, chunk, transient=True)
+    return _encoded(arr, arr.chain, chunk, True, _kept(arr, arr.chain, p.chunk_selection))
 
 
 def _check_objects(arr: ChunkedArray, value: np.ndarray) -> None:
@@ -1130,13 +1139,44 @@ def _written_keys(arr: ChunkedArray, plan: Plan) -> set[str]:
 
 
 def _encoded(arr: ChunkedArray, chain: CodecChain, chunk: np.ndarray,
-             transient: bool = False) -> Buffer | None:
+             transient: bool = False, keep: np.ndarray | None = None) -> Buffer | None:
     """The bytes to store for a chunk (or inner chunk, with the inner chain); None when it is
     the fill value and is not stored. `transient`: they are stored at once, before this thread
-    encodes again (see `CodecChain.encode`)."""
+    encodes again (see `CodecChain.encode`). `keep` (`_kept`): the elements whose inner
+    chunks are stored even when they are the fill value."""
+    if keep is not None:
+        if not keep.any() and is_fill(chunk, arr.fill_value):
+            return None
+        return chain.encode_kept(chunk, keep, transient)
     if not arr.write_empty_chunks and is_fill(chunk, arr.fill_value):
         return None
     return chain.encode(chunk, transient)
+
+
+def _kept(arr: ChunkedArray, chain: CodecChain, selection: Any, old: Buffer | None = None,
+          coords: tuple[int, ...] = ()) -> np.ndarray | None:
+    """For a chunk of a `chain` that shards, written at `selection` (within the chunk; the
+    elements within the array's bounds) over its stored bytes `old` (the chunk at `coords` of
+    the grid of `chain`'s chunks): the elements whose inner chunks, at every level, stay
+    stored even when they are the fill value: under write_empty_chunks those written, as
+    zarr-python and TensorStore store every inner chunk a write touches; and those stored
+    before that the write leaves alone. None (inner chunks equal to the fill value are left
+    out, the usual case) when neither applies."""
+    if not (arr.write_empty_chunks or arr.keep_stored) or \
+            not isinstance(chain.array_bytes, ShardingCodec):
+        return None
+    shape = chain.spec.shape
+    touched = np.zeros(shape, bool)
+    touched[selection] = True
+    keep = touched if arr.write_empty_chunks else np.zeros_like(touched)
+    if old is not None:
+        # Left alone: the elements within the array's bounds that the write does not touch
+        # (an inner chunk across the array's edge that it touches is touched, whole).
+        alone = np.zeros(shape, bool)
+        alone[tuple(slice(0, max(0, min(n, size - c * n)))
+                    for c, n, size in zip(coords, shape, arr.shape, strict=True))] = True
+        keep |= chain.stored_mask(old) & alone & ~touched
+    return keep
 
 
 def _merged(chain: CodecChain, old: Buffer | None, key: str, p: ChunkProjection,
@@ -1172,9 +1212,11 @@ def _update_chunk(arr: ChunkedArray, p: ChunkProjection, region: np.ndarray,
     """Read-modify-write of a chunk under the store's lock for its key (`_merged`)."""
     key = arr.key(p.coords)
     with arr.store.lock(key):
-        chunk = _merged(arr.chain, arr.store.get(key), key, p, region, arr.chunk_shape,
-                        arr.dtype, arr.fill_value, names)
-        _put(arr.store, key, _encoded(arr, arr.chain, chunk, transient=True))
+        old = arr.store.get(key)
+        keep = _kept(arr, arr.chain, p.chunk_selection, old, p.coords)
+        chunk = _merged(arr.chain, old, key, p, region, arr.chunk_shape, arr.dtype,
+                        arr.fill_value, names)
+        _put(arr.store, key, _encoded(arr, arr.chain, chunk, True, keep))
 
 
 def _inner_chunks_in_array(arr: ChunkedArray, sharding: ShardingCodec,
@@ -1245,9 +1287,11 @@ def _write_box_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[in
     blocks = region.reshape([x for n, c in zip(cps, inner, strict=True) for x in (n, c)]) \
         .transpose([*range(0, 2 * ndim, 2), *range(1, 2 * ndim, 2)])
 
+    keep = _kept(arr, sharding.inner, ...)  # (each inner chunk is written whole)
+
     def encoded() -> Iterator[tuple[int, Buffer]]:
         for flat, within in enumerate(np.ndindex(*cps)):
-            data = _encoded(arr, sharding.inner, blocks[within], transient=True)
+            data = _encoded(arr, sharding.inner, blocks[within], True, keep)
             if data is not None:
                 yield flat, data
 
@@ -1259,7 +1303,8 @@ def _encoded_inner(arr: ChunkedArray, sharding: ShardingCodec, p: ChunkProjectio
     """`_encoded` for a whole inner chunk taken from the written value."""
     chunk = _chunk_from_value(p, value[p.out_selection], sharding.chunk_shape, arr.dtype,
                               arr.fill_value)
-    return _encoded(arr, sharding.inner, chunk, transient)
+    return _encoded(arr, sharding.inner, chunk, transient,
+                    _kept(arr, sharding.inner, p.chunk_selection))
 
 
 def _write_whole_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, ...],
@@ -1328,13 +1373,13 @@ def _update_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, 
     with arr.store.lock(key):
         chunks = _existing_inner_chunks(sharding, key, arr.store.get(key))
         for within, p in members:
-            region = value[p.out_selection]
+            region, old = value[p.out_selection], chunks.get(within)
+            keep = _kept(arr, sharding.inner, p.chunk_selection, old, p.coords)
             if p.complete:
                 chunk = _chunk_from_value(p, region, inner_shape, dtype, fill)
             else:
-                chunk = _merged(sharding.inner, chunks.get(within), key, p, region, inner_shape,
-                                dtype, fill)
-            encoded = _encoded(arr, sharding.inner, chunk)
+                chunk = _merged(sharding.inner, old, key, p, region, inner_shape, dtype, fill)
+            encoded = _encoded(arr, sharding.inner, chunk, keep=keep)
             if encoded is None:
                 chunks.pop(within, None)
             else:
@@ -1354,14 +1399,19 @@ def inner_chunks_stored(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> int
     return sum(len(rows) for rows in inner_chunks_present(arr, shards))
 
 
-def inner_chunks_present(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> list[np.ndarray]:
-    """Of each shard (grid positions, plain sharding only), the positions in the array's grid
-    of inner chunks (rows of an (n, rank) array) its stored index holds within the array's
-    bounds; none for a shard not stored (deleted since it was listed). The indexes are read
-    on the pool, afresh, not from the handle's cache: a cached index is only checked when
-    chunks are read at its offsets, so it may predate another writer's change; the fresh
-    ones replace it."""
+def inner_chunks_present(arr: ChunkedArray, shards: list[tuple[int, ...]],
+                         innermost: bool = False) -> list[np.ndarray]:
+    """Of each shard (grid positions), the positions in the array's grid of inner chunks
+    (rows of an (n, rank) array) it stores within the array's bounds; none for a shard not
+    stored (deleted since it was listed). `innermost`: of the innermost level of nested
+    sharding (`innermost_chunks`), and of any chain that shards; else plain sharding only.
+    Of plain sharding the indexes are read on the pool, afresh, not from the handle's cache:
+    a cached index is only checked when chunks are read at its offsets, so it may predate
+    another writer's change; the fresh ones replace it."""
     sharding = arr.sharding
+    if innermost and (sharding is None or isinstance(sharding.inner.array_bytes, ShardingCodec)):
+        return _run(arr, bounded(arr.copy_limit, functools.partial(_innermost_present, arr)),
+                    shards, inline=len(shards) <= 1)
     if sharding is None:
         raise TypeError("inner_chunks_present: the array is not plainly sharded")
     cps = sharding.chunks_per_shard
@@ -1406,3 +1456,18 @@ def _inner_chunks_decoded(arr: ChunkedArray, shards: list[tuple[int, ...]]) -> i
         return int(np.unique(found[found >= 0]).size)
 
     return sum(_run(arr, bounded(arr.copy_limit, count), shards, inline=len(shards) <= 1))
+
+
+def _innermost_present(arr: ChunkedArray, shard: tuple[int, ...]) -> np.ndarray:
+    """`inner_chunks_present` of the innermost chunks of one shard, read whole (its index may
+    be compressed, in transposed dimensions, or nested): `stored_mask` at the first element
+    of each innermost chunk within the array's bounds."""
+    unit = arr.innermost_chunks
+    data = arr.store.get(arr.key(shard))
+    if data is None or unit is None:  # deleted since it was listed
+        return np.empty((0, len(arr.shape)), dtype=np.int64)
+    inside = tuple(slice(0, max(0, min(c, s - i * c)), u) for i, c, s, u in
+                   zip(shard, arr.chunk_shape, arr.shape, unit, strict=True))
+    local = np.argwhere(arr.chain.stored_mask(data)[inside])
+    per = np.asarray([c // u for c, u in zip(arr.chunk_shape, unit, strict=True)], np.int64)
+    return local + np.asarray(shard, dtype=np.int64) * per

@@ -3,8 +3,10 @@
 
 file_io_sync (a boolean), file_io_locking ({"mode", "acquire_timeout"}), file_io_mode
 ({"mode"}), file_io_retries and the remote stores' *_request_retries ({"max_retries",
-"initial_delay", "max_delay"}). The kvstore drivers and the spec layer's `Context` share these
-rules, so a value refused in a context is refused inline too, with the same message.
+"initial_delay", "max_delay"}), gcs_user_project ({"project_id"}) and the rate limiters
+({"read_rate", "write_rate", "doubling_time"}). The kvstore drivers and the spec layer's `Context` share these rules, so a
+value refused in a context is refused inline too, with the same message. `DRIVER_RESOURCES`
+says which resources each kvstore driver uses, in which role.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -130,6 +133,30 @@ def _retries(default_retries: int) -> Callable[[Any, str], dict[str, Any]]:
     return normalize
 
 
+def _rate_limiter(json: Any, where: str) -> dict[str, Any]:
+    """{"read_rate", "write_rate", "doubling_time"}, each kept when given (TensorStore writes
+    the rates as floats and keeps doubling_time even at its default, "0"). Rates are checked
+    to be positive only when the limiter is made, where TensorStore refuses them."""
+    json, out = _object(json, where, ("read_rate", "write_rate", "doubling_time")), {}
+    for name in ("read_rate", "write_rate"):
+        if name in json:
+            rate = json[name]
+            if isinstance(rate, bool) or not isinstance(rate, int | float):
+                raise SpecError(f"{where}.{name}: expected a number, got {rate!r}")
+            out[name] = float(rate)
+    if "doubling_time" in json:
+        out["doubling_time"] = format_duration(parse_duration(json["doubling_time"],
+                                                              f"{where}.doubling_time"))
+    return out
+
+
+def _user_project(json: Any, where: str) -> dict[str, Any]:
+    json = _object(json, where, ("project_id",))
+    if not isinstance(json.get("project_id", ""), str):
+        raise SpecError(f"{where}.project_id: expected a string, got {json['project_id']!r}")
+    return dict(json)
+
+
 def _sync(json: Any, where: str) -> bool:
     if json is None:
         return True
@@ -146,6 +173,8 @@ NORMALIZE: dict[str, Callable[[Any, str], Any]] = {
     "file_io_sync": _sync, "file_io_locking": _locking, "file_io_mode": _io_mode,
     "file_io_retries": _retries(0), "http_request_retries": _retries(32),
     "gcs_request_retries": _retries(32), "s3_request_retries": _retries(32),
+    "experimental_s3_rate_limiter": _rate_limiter, "experimental_gcs_rate_limiter": _rate_limiter,
+    "gcs_user_project": _user_project,
 }
 
 
@@ -153,3 +182,43 @@ def normalize(kind: str, json: Any, where: str) -> Any:
     """The JSON TensorStore writes for a `kind` resource given as `json`; SpecError if it
     refuses it."""
     return NORMALIZE[kind](json, where)
+
+
+@dataclass(frozen=True)
+class DriverResources:
+    """The context resources a kvstore driver uses, by the role each plays."""
+
+    #: Bounds the store's concurrent I/O (the spec layer holds a slot per request).
+    concurrency: str | None = None
+    #: Its retry policy ({"max_retries", "initial_delay", "max_delay"}).
+    retries: str | None = None
+    #: Limits its request rate; as in TensorStore, only when the spec has the member.
+    rate_limiter: str | None = None
+    #: What a spec retaining its context writes inline in the kvstore, resolved (TensorStore's
+    #: config-only resources), in TensorStore's order.
+    inline: tuple[str, ...] = ()
+
+
+_FILE = DriverResources("file_io_concurrency", "file_io_retries",
+                        inline=("file_io_locking", "file_io_mode", "file_io_retries"))
+_S3 = DriverResources("s3_request_concurrency", "s3_request_retries",
+                      "experimental_s3_rate_limiter", inline=("s3_request_retries",))
+_GCS = DriverResources("gcs_request_concurrency", "gcs_request_retries",
+                       "experimental_gcs_rate_limiter",
+                       inline=("gcs_request_retries", "gcs_user_project"))
+_HTTP = DriverResources("http_request_concurrency", "http_request_retries",
+                        inline=("http_request_retries",))
+
+#: Each kvstore driver's resources (drivers not named use none).
+DRIVER_RESOURCES: dict[str, DriverResources] = {
+    "file": _FILE, "s3": _S3, "gcs": _GCS, "gs": _GCS, "http": _HTTP, "https": _HTTP}
+_NONE = DriverResources()
+
+#: The rate limiter resource kinds.
+RATE_LIMITERS = tuple(sorted({r.rate_limiter for r in DRIVER_RESOURCES.values()
+                              if r.rate_limiter}))
+
+
+def driver_resources(driver: Any) -> DriverResources:
+    """The resources of kvstore driver `driver` (none for an unknown or resource-less one)."""
+    return DRIVER_RESOURCES.get(driver, _NONE) if isinstance(driver, str) else _NONE

@@ -53,6 +53,10 @@ class RemoteOptions:
     initial_delay: float = 0.1
     max_delay: float = 5.0
     locking: bool = True
+    #: The HTTP Host header S3 requests carry and are signed for (a spec's `host_header`).
+    host_header: str | None = None
+    #: The request rate limits (a spec's rate limiter, a `_rate_limit.RateLimits`); None: none.
+    limits: Any = None
 
 
 def _flatten(options: Mapping[str, Any] | None) -> dict[str, Any]:

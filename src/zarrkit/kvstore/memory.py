@@ -139,6 +139,21 @@ class MemoryStore(KvStore):
             self._values.pop(key, None)
             self._data.versions.pop(key, None)
 
+    def apply_atomically(self, changes: dict[str, Buffer | None]) -> None:
+        """Store (or, for None, delete) several keys as one change: readers see all of it or
+        none of it (a transaction's commit)."""
+        for key in changes:
+            self._check_writable(validate_key(key))
+        data = {k: None if v is None else as_bytes(v) for k, v in changes.items()}
+        with self._lock:
+            for key, value in data.items():
+                if value is None:
+                    self._values.pop(key, None)
+                    self._data.versions.pop(key, None)
+                else:
+                    self._values[key] = value
+                    self._data.versions[key] = next(self._data.serials)
+
     def delete_prefix(self, prefix: str) -> None:
         self._check_writable(prefix or "<root>")
         validate_prefix(prefix)

@@ -123,11 +123,26 @@ def build_client(loc: Location) -> Any:
             return store_mod.HTTPStore.from_url(url, client_options=client, retry_config=retry)
         cls = {"s3": store_mod.S3Store, "gcs": store_mod.GCSStore,
                "azure": store_mod.AzureStore}[loc.kind]
-        return cls(loc.bucket, prefix=prefix, config=loc.options.config, client_options=client,
+        config = loc.options.config
+        if loc.kind == "s3" and loc.options.host_header:
+            config, client = _host_routed(config, client, loc.options.host_header)
+        return cls(loc.bucket, prefix=prefix, config=config, client_options=client,
                    retry_config=retry)
     except Exception as exc:  # noqa: BLE001 - obstore raises plain ValueError/BaseError here
         raise StoreError(f"cannot configure the {loc.kind} store for {loc.url}: "
                          f"{_short(exc)}") from None
+
+
+def _host_routed(config: dict[str, Any], client: dict[str, Any], host: str
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Settings sending S3 requests to the http endpoint with the Host header `host`, and
+    signed for it (as TensorStore's `host_header`): object_store signs for its URL's host, so
+    the URL names `host` and the connection goes to the endpoint as to a proxy (the request
+    line then holds the whole URL, which HTTP/1.1 servers must accept)."""
+    parts = urlsplit(config["endpoint"])
+    endpoint = urlunsplit(("http", host, parts.path, "", ""))
+    proxy = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    return {**config, "endpoint": endpoint}, {**client, "proxy_url": proxy, "allow_http": True}
 
 
 def _split_userinfo(url: str) -> tuple[str, str | None]:
@@ -297,6 +312,40 @@ def _s3_members(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: obstore's calls by the kind of request each makes, as the rate limits count them.
+_READS = frozenset({"get", "get_async", "get_range", "get_range_async", "get_ranges",
+                    "get_ranges_async", "head", "head_async", "list", "list_with_delimiter",
+                    "list_with_delimiter_async"})
+_WRITES = frozenset({"put", "put_async", "delete", "delete_async", "copy", "copy_async",
+                     "rename", "rename_async"})
+
+
+class _Throttled:
+    """obstore, each request admitted by the store's rate limits first (a store without
+    limits calls obstore itself: nothing is added to its requests)."""
+
+    def __init__(self, obs: Any, limits: Any) -> None:
+        self._obs = obs
+        self._limits = limits
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self._obs, name)
+        kind = "read" if name in _READS else "write" if name in _WRITES else None
+        if kind is None:
+            return call
+        limits = self._limits
+        if name.endswith("_async"):
+            async def admitted_async(*args: Any, **kwargs: Any) -> Any:
+                await limits.wait_async(kind)
+                return await call(*args, **kwargs)
+            return admitted_async
+
+        def admitted(*args: Any, **kwargs: Any) -> Any:
+            limits.wait(kind)
+            return call(*args, **kwargs)
+        return admitted
+
+
 class ObjectStore(KvStore):
     """Keys are objects under `location.prefix` in a bucket (or under an HTTP base URL)."""
 
@@ -313,7 +362,8 @@ class ObjectStore(KvStore):
         self.driver = location.kind
         self._given = client
         self._client = build_client(location) if client is None else client
-        self._obs = _obstore()
+        limits = location.options.limits
+        self._obs = _obstore() if limits is None else _Throttled(_obstore(), limits)
         self._leases = location.options.locking and location.kind != "http"
         # Set once the server answered a range of a non-empty value with all of it (plain
         # web servers ignore Range): ranges are then cut from whole values, one GET per key.
@@ -674,6 +724,8 @@ class ObjectStore(KvStore):
             spec["endpoint"] = endpoint
         if loc.kind == "s3":
             spec.update(_s3_members(loc.options.config))
+            if loc.options.host_header is not None:
+                spec["host_header"] = loc.options.host_header
         return spec
 
     def _make_parent(self) -> tuple[ObjectStore, str] | None:

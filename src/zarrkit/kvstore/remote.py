@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..errors import SpecError
 from . import _remote_options as ro
+from ._io_resources import driver_resources, seconds
 from ._io_resources import normalize as normalize_resource
-from ._io_resources import seconds
+from ._rate_limit import RateLimits
 from ._util import URL_SAFE
 from .base import KvStore, validate_key
 from .object_store import Location, ObjectStore
@@ -59,7 +61,7 @@ def _storage(spec: Mapping[str, Any], options: OpenOptions) -> dict[str, Any]:
             raise SpecError(f"storage_options must be a dict, got {type(given).__name__} "
                             f"{given!r}")
         merged.update(given or {})
-    name = _RETRIES.get(spec.get("driver"))
+    name = driver_resources(spec.get("driver")).retries
     # As in TensorStore, a spec without the member uses its context's resource, if defined.
     retries = resolve_member(spec, name, {}, options.context) if name else {}
     if name and isinstance(retries, Mapping):  # storage_options win
@@ -72,10 +74,6 @@ def _storage(spec: Mapping[str, Any], options: OpenOptions) -> dict[str, Any]:
             if member in retries:  # else zarrkit's shorter defaults
                 merged.setdefault(option, seconds(retries, member, "0"))
     return merged
-
-
-_RETRIES = {"s3": "s3_request_retries", "gcs": "gcs_request_retries", "gs": "gcs_request_retries",
-            "http": "http_request_retries", "https": "http_request_retries"}
 
 
 def _bucket_url(scheme: str, driver: str, body: str, url: str) -> Spec:
@@ -118,8 +116,23 @@ def _default(storage: dict[str, Any], names: tuple[str, ...], value: Any) -> Non
 def _concurrency(spec: Spec) -> None:
     for name in ("s3_request_concurrency", "gcs_request_concurrency", "http_request_concurrency"):
         check_resource(spec, name, valid_concurrency, '{"limit": n >= 1}')
-    for name in ("s3_request_retries", "gcs_request_retries", "http_request_retries"):
+    for name in ("s3_request_retries", "gcs_request_retries", "http_request_retries",
+                 "experimental_s3_rate_limiter", "experimental_gcs_rate_limiter"):
         check_tuning(spec, name)
+
+
+def _rate_limits(spec: Spec, options: OpenOptions) -> RateLimits | None:
+    """The limits of the spec's rate limiter. As in TensorStore, only a spec with the member
+    has one: a context defining the resource is not enough."""
+    kind = driver_resources(spec.get("driver")).rate_limiter
+    if kind is None or kind not in spec:
+        return None
+    if options.context is not None and kind in options.context.shared:
+        return options.context.shared[kind]  # the context's own, shared with other stores
+    where = f"kvstore spec {dict(spec)!r}: {kind}"
+    json = normalize_resource(kind, resolve_member(spec, kind, None, options.context), where)
+    limits = RateLimits(json, where)
+    return limits if limits.read or limits.write else None
 
 
 def _strings(spec: Spec, *names: str) -> None:
@@ -183,23 +196,64 @@ def _s3_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
         storage.setdefault("instance_metadata", True)
     elif creds.get("profile"):
         storage.setdefault("profile", creds["profile"])
-    loc = Location("s3", _bucket(spec), _clean(spec.get("path", ""), spec),
-                   ro.s3_options(storage))
+    remote = ro.s3_options(storage)
+    remote = replace(remote, host_header=_host_header(spec, remote.config.get("endpoint")),
+                     limits=_rate_limits(spec, options))
+    loc = Location("s3", _bucket(spec), _clean(spec.get("path", ""), spec), remote)
     return ObjectStore(loc, read_only=options.read_only), ""
+
+
+def _host_header(spec: Spec, endpoint: str | None) -> str | None:
+    """The spec's `host_header`, checked: a host[:port], with an http `endpoint` (zarrkit
+    sends it by connecting to the endpoint as to a proxy, which an https endpoint is not)."""
+    host = spec.get("host_header")
+    if host is None:
+        return None
+    if "endpoint" not in spec:  # as TensorStore
+        raise SpecError(f"kvstore spec {spec!r}: 'host_header' cannot be set without "
+                        "'endpoint'")
+    if host and not str(endpoint).startswith("http://"):
+        raise SpecError(f"kvstore spec {spec!r}: 'host_header' needs an http:// endpoint "
+                        f"(zarrkit cannot send another Host header to {endpoint!r})")
+    if host and not _is_authority(host):
+        raise SpecError(f"kvstore spec {spec!r}: host_header={host!r}: expected a host name, "
+                        "with an optional :port")
+    return host
+
+
+_AUTHORITY = re.compile(r"(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?")
+
+
+def _is_authority(host: str) -> bool:
+    """Whether `host` is a host name or address with an optional :port, and nothing else."""
+    match = _AUTHORITY.fullmatch(host)
+    return match is not None and int(match.group(1) or 0) <= 65535
 
 
 # -- gcs ------------------------------------------------------------------------------------
 def _check_gcs(spec: Spec) -> None:
     _bucket(spec)
     _concurrency(spec)
-    check_resource(spec, "gcs_user_project", lambda v: isinstance(v, dict) and set(v) <= {
-        "project_id"} and isinstance(v.get("project_id", ""), str), '{"project_id": "..."}')
+    check_tuning(spec, "gcs_user_project")
 
 
 def _gcs_open(spec: Spec, options: OpenOptions) -> tuple[KvStore, str]:
+    remote = ro.gcs_options(_storage(spec, options))
+    project = _user_project(spec, options)
+    if project:  # the XML API's form of TensorStore's userProject query parameter
+        headers = {**remote.client.get("default_headers", {}), "x-goog-user-project": project}
+        remote = replace(remote, client={**remote.client, "default_headers": headers})
     loc = Location("gcs", _bucket(spec), _clean(spec.get("path", ""), spec),
-                   ro.gcs_options(_storage(spec, options)))
+                   replace(remote, limits=_rate_limits(spec, options)))
     return ObjectStore(loc, read_only=options.read_only), ""
+
+
+def _user_project(spec: Spec, options: OpenOptions) -> str | None:
+    """The project billed for the requests (gcs_user_project's project_id), for requester-pays
+    buckets; None: the bucket's owner."""
+    where = f"kvstore spec {dict(spec)!r}: gcs_user_project"
+    json = resolve_member(spec, "gcs_user_project", {}, options.context)
+    return normalize_resource("gcs_user_project", json, where).get("project_id")
 
 
 # -- azure ----------------------------------------------------------------------------------

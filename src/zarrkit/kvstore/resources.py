@@ -79,6 +79,9 @@ class KvStoreContext:
     #: The store memory specs open, their path (named or not) a path in it, as in TensorStore.
     #: None: the native rule (a path's first segment names a process-wide store).
     memory: MemoryStore | None = None
+    #: Objects the enclosing context made for the kvstore's resource members, by kind (a rate
+    #: limiter's `RateLimits`): every store opened with one such resource shares it.
+    shared: Mapping[str, Any] = field(default_factory=dict)
 
 
 def resolve_member(spec: Mapping[str, Any], name: str, default: Any,

@@ -15,7 +15,8 @@ from typing import Any
 
 from ..engine.cache import ChunkCache
 from ..errors import SpecError
-from ..kvstore._io_resources import NORMALIZE, normalize
+from ..kvstore._io_resources import NORMALIZE, RATE_LIMITERS, normalize
+from ..kvstore._rate_limit import RateLimits
 from ..kvstore.memory import MemoryStore
 from ..kvstore.resources import DEFAULT, KvStoreContext, check_alias, follow
 from ..kvstore.url import valid_concurrency
@@ -23,18 +24,17 @@ from .metadata_cache import MetadataCache
 
 _CONCURRENCY = ("data_copy_concurrency", "file_io_concurrency", "s3_request_concurrency",
                 "gcs_request_concurrency", "http_request_concurrency")
-# I/O tuning (file_io_sync, file_io_locking, retries, ...): checked and written as in
-# TensorStore; the kvstore drivers read their JSON.
-_TUNING = tuple(NORMALIZE)
+# I/O tuning (file_io_sync, file_io_locking, retries, gcs_user_project, ...): checked and
+# written as in TensorStore; the kvstore drivers read their JSON.
+_TUNING = tuple(kind for kind in NORMALIZE if kind not in RATE_LIMITERS)
 # Resources kept as given: the kvstore drivers read their JSON (aws_credentials), or they
-# change nothing in zarrkit (rate limiters, the OCDBT coordinator).
-_PASSIVE = ("ocdbt_coordinator", "experimental_gcs_rate_limiter", "gcs_user_project",
-            "experimental_s3_rate_limiter", "aws_credentials")
+# change nothing in zarrkit (the OCDBT coordinator).
+_PASSIVE = ("ocdbt_coordinator", "aws_credentials")
 _MEMORY = "memory_key_value_store"
 # What a spec's kvstore gets for resources its contexts leave undefined, where TensorStore's
 # default is not the native API's (which does not fsync: it costs milliseconds per chunk).
 _TENSORSTORE_DEFAULTS = {"file_io_sync": True}
-_KINDS = ("cache_pool", *_CONCURRENCY, _MEMORY, *_TUNING, *_PASSIVE)
+_KINDS = ("cache_pool", *_CONCURRENCY, _MEMORY, *_TUNING, *RATE_LIMITERS, *_PASSIVE)
 #: Every context resource kind: the spec members `Spec.update(strip_context=True)` drops.
 RESOURCE_KINDS = frozenset(_KINDS)
 
@@ -99,6 +99,29 @@ class _Tuning:
         return copy.deepcopy(self.json)
 
 
+class RateLimiter:
+    """A request rate limiter (experimental_s3_rate_limiter, ...): its JSON as TensorStore
+    writes it, and the `limits` every store opened with this resource shares."""
+
+    def __init__(self, kind: str, json: Any, where: str) -> None:
+        self.json = normalize(kind, json, where)
+        self._where = where
+        self._limits: RateLimits | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def limits(self) -> RateLimits | None:
+        """Made at first use, as TensorStore makes it at the first open (its buckets fill from
+        then); None when neither rate is set."""
+        with self._lock:
+            if self._limits is None:
+                self._limits = RateLimits(self.json, self._where)
+        return self._limits if self._limits.read or self._limits.write else None
+
+    def to_json(self) -> Any:
+        return copy.deepcopy(self.json)
+
+
 class _Passive:
     def __init__(self, json: Any, where: str) -> None:
         self.json = copy.deepcopy(json)
@@ -142,6 +165,8 @@ def _make(kind: str, json: Any, where: str) -> Any:
         return MemoryResource(json, where)
     if kind in _TUNING:
         return _Tuning(kind, json, where)
+    if kind in RATE_LIMITERS:
+        return RateLimiter(kind, json, where)
     return _Passive(json, where)
 
 
@@ -212,11 +237,13 @@ class Context:
             context = context._parent
         return tuple(chain)
 
-    def for_kvstore(self, memory: MemoryStore | None = None) -> KvStoreContext:
+    def for_kvstore(self, memory: MemoryStore | None = None,
+                    shared: dict[str, Any] | None = None) -> KvStoreContext:
         """What a kvstore spec opened in this context sees: its scopes, TensorStore's defaults
-        where the native API has others (a file store fsyncs unless told not to), and the
-        memory store it opens if it is a memory spec."""
-        return KvStoreContext(self.scopes(), _TENSORSTORE_DEFAULTS, memory)
+        where the native API has others (a file store fsyncs unless told not to), the
+        memory store it opens if it is a memory spec, and the objects of the resources it
+        shares (`shared`: a rate limiter's limits, by kind)."""
+        return KvStoreContext(self.scopes(), _TENSORSTORE_DEFAULTS, memory, shared or {})
 
     def _ancestor(self, level: int) -> Context:
         """The context `level` parents up (the root for a default, which is found nowhere)."""

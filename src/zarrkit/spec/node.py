@@ -23,6 +23,7 @@ from .. import storage
 from ..engine.cache import CacheBinding
 from ..errors import MetadataError, SpecError
 from ..kvstore import MemoryStore, kvstore_spec, kvstore_spec_to_url
+from ..kvstore._io_resources import DRIVER_RESOURCES
 from ..metadata.data_type import TEXT_KINDS
 from ..metadata.json import json_dumps
 from .chunk_layout import ChunkLayout
@@ -166,10 +167,11 @@ def spec_metadata(md: Any) -> dict[str, Any]:
     return {k: v for k, v in json.items() if k not in drop}
 
 
-#: Resources of the kvstore (its I/O bounds and memory store) rather than of the driver.
-KVSTORE_RESOURCES = frozenset({"file_io_concurrency", "s3_request_concurrency",
-                               "gcs_request_concurrency", "http_request_concurrency",
-                               "memory_key_value_store"})
+#: Resources of the kvstore (its I/O bounds, rate limiter and memory store) rather than of
+#: the driver.
+KVSTORE_RESOURCES = frozenset(
+    {"memory_key_value_store"} | {kind for roles in DRIVER_RESOURCES.values()
+                                  for kind in (roles.concurrency, roles.rate_limiter) if kind})
 
 
 def retained(json: dict[str, Any], bound: dict[str, tuple[str | None, Any]]) -> Context:
@@ -269,6 +271,18 @@ class SpecNode(Resolved):
         the array is stored (of a sharded array: its inner chunks)."""
         return self.view.storage_statistics(query_not_stored=query_not_stored,
                                             query_fully_stored=query_fully_stored)
+
+    @property
+    def transaction(self) -> Any:
+        """TensorStore's: the transaction this handle reads and writes through; None."""
+        return None
+
+    def with_transaction(self, transaction: Any) -> Any:
+        """TensorStore's: this array bound to `transaction` (a `zarrkit.Transaction`), its
+        writes staged until the commit (spec/transaction.py); None: this array."""
+        from .transaction import bind  # it subclasses Array, which builds on this module
+
+        return bind(self, transaction)
 
     def resolve(self, *, fix_resizable_bounds: bool = False) -> ViewFuture:
         """A future of the array with the stored shape (TensorStore's `resolve()`); with

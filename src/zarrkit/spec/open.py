@@ -21,6 +21,7 @@ from ..codecs.numcodecs_v3 import check_creatable
 from ..errors import NodeExistsError, NodeNotFoundError, NodeTypeError, SpecError
 from ..formats import V3_KEY
 from ..kvstore import KvStore, fold_node_path, normalize_kvstore_spec, open_kvstore
+from ..kvstore._io_resources import RATE_LIMITERS, driver_resources
 from ..metadata.json import json_dumps
 from ..metadata.names import normalize_path
 from ..metadata.v2 import ARRAY_KEY, ArrayMetadataV2
@@ -30,6 +31,7 @@ from .context import Context
 from .node import OpenState, check_revalidation_bound, location_key
 from .schema import Schema, json_dtype
 from .spec import ZARR3_MEMBERS, Spec, check_driver
+from .transaction import bind_opened, staged_store
 from .transform import (
     IndexTransform,
     domain_through,
@@ -93,8 +95,11 @@ def _location(json: dict[str, Any], read_only: bool, state: OpenState) -> tuple[
         state.bound["memory_key_value_store"] = ("memory_key_value_store", memory)
     # Resources the kvstore refers to (file_io_sync, aws_credentials, ...) may be defined in
     # the spec's and the open's contexts, as in TensorStore.
+    # Its rate limiter is the context's resource, shared with the stores of other opens.
+    shared = {kind: bound[1].limits for kind, bound in state.bound.items()
+              if kind in RATE_LIMITERS}
     store, base = open_kvstore(kvstore, read_only=read_only, context=state.context.for_kvstore(
-        None if memory is None else memory.store))
+        None if memory is None else memory.store, shared))
     state.kvstore_members = _kvstore_members(kvstore, state.context)
     return store, normalize_path(storage.join(base, extra.strip("/")) if extra.strip("/")
                                  else base)
@@ -168,13 +173,13 @@ def _state(json: dict[str, Any], options: dict[str, Any], mode: _Mode) -> OpenSt
             raise SpecError(f"{name}: expected a resource name or object, got null")
     bound = {kind: context.bind(json.get(kind), kind, kind)
              for kind in ("cache_pool", "data_copy_concurrency")}
-    io = _io_limit(json, context)
-    if io is not None:
-        bound[io[0]] = io[1]
+    kvstore = _kvstore_resources(json, context)
+    bound.update(kvstore)
+    io = next((res for kind, (_, res) in kvstore.items() if kind not in RATE_LIMITERS), None)
     return OpenState(context, bound["cache_pool"][1], bounds["recheck_cached_data"],
                      bounds["recheck_cached_metadata"], mode.assume_metadata,
                      copy_limit=bound["data_copy_concurrency"][1].semaphore,
-                     io_limit=None if io is None else io[1][1].semaphore, bound=bound,
+                     io_limit=None if io is None else io.semaphore, bound=bound,
                      fill_missing_data_reads=_fill_missing(json))
 
 
@@ -187,45 +192,39 @@ def _fill_missing(json: dict[str, Any]) -> bool:
     return value
 
 
-# The resource bounding each kvstore driver's I/O, as in TensorStore (others: none).
-_IO_CONCURRENCY = {"file": "file_io_concurrency", "s3": "s3_request_concurrency",
-                   "gcs": "gcs_request_concurrency", "gs": "gcs_request_concurrency",
-                   "http": "http_request_concurrency", "https": "http_request_concurrency"}
+def _kvstore_spec(kv: Any) -> dict[str, Any]:
+    return {"driver": kv.driver} if isinstance(kv, KvStore) else normalize_kvstore_spec(kv)
 
 
-def _io_limit(json: dict[str, Any], context: Context) -> tuple[str, tuple[str | None, Any]] | None:
-    """The resource bounding the kvstore's I/O (file_io_concurrency of a file store, the
-    request concurrency of a remote one), its kind and where it is defined (`Context.bind`):
-    the kvstore's own member, else its context's, else the spec's."""
-    kv = json.get("kvstore")
-    if isinstance(kv, KvStore):
-        spec = {"driver": kv.driver}
-    else:
-        spec = normalize_kvstore_spec(kv)
-    name = _IO_CONCURRENCY.get(spec.get("driver"))
-    if name is None:
-        return None
+def _kvstore_resources(json: dict[str, Any], context: Context
+                       ) -> dict[str, tuple[str | None, Any]]:
+    """The kvstore's shared resources by kind, each with where it is defined (`Context.bind`):
+    the bound on its I/O (file_io_concurrency of a file store, the request concurrency of a
+    remote one) and, if its spec names one, its rate limiter. Each is the kvstore's own
+    member, else its context's, else the spec's, as in TensorStore."""
+    spec = _kvstore_spec(json.get("kvstore"))
+    roles = driver_resources(spec.get("driver"))
     if "context" in spec:
         context = Context(spec["context"], parent=context)
-    return name, context.bind(spec.get(name), name, f"kvstore.{name}")
-
-
-# The resources each kvstore driver's spec writes inline, resolved, when it retains its
-# context (TensorStore's config-only resources; file_io_sync is the store's own `fsync`).
-_INLINE = {"file": ("file_io_locking", "file_io_mode", "file_io_retries"),
-           "http": ("http_request_retries",), "https": ("http_request_retries",),
-           "s3": ("s3_request_retries",), "gcs": ("gcs_request_retries", "gcs_user_project"),
-           "gs": ("gcs_request_retries", "gcs_user_project")}
+    out = {}
+    if roles.concurrency is not None:
+        out[roles.concurrency] = context.bind(spec.get(roles.concurrency), roles.concurrency,
+                                              f"kvstore.{roles.concurrency}")
+    if roles.rate_limiter is not None and roles.rate_limiter in spec:  # else none, as in TS
+        kind = roles.rate_limiter
+        out[kind] = context.bind(spec[kind], kind, f"kvstore.{kind}")
+    return out
 
 
 def _kvstore_members(kv: Any, context: Context) -> dict[str, Any]:
     """The kvstore's inline resources, as a spec retaining the context writes them: each
-    member's value or reference resolved through the kvstore's and the enclosing contexts."""
-    spec = {"driver": kv.driver} if isinstance(kv, KvStore) else normalize_kvstore_spec(kv)
+    member's value or reference resolved through the kvstore's and the enclosing contexts
+    (TensorStore's config-only resources; file_io_sync is the store's own `fsync`)."""
+    spec = _kvstore_spec(kv)
     if "context" in spec:
         context = Context(spec["context"], parent=context)
     out = {}
-    for name in _INLINE.get(spec.get("driver"), ()):
+    for name in driver_resources(spec.get("driver")).inline:
         json = context.resource(spec.get(name), name, f"kvstore.{name}").to_json()
         out[name] = {} if json is None else json
     return out
@@ -262,7 +261,7 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
     """Open (or create) the array a spec describes; see `zarrkit.open` for the keywords."""
     unknown = set(options) - set(_SCHEMA_KEYWORDS) - set(_MODE_KEYWORDS) - {
         "context", "recheck_cached_data", "recheck_cached_metadata", "read_only", "read",
-        "write", "write_empty_chunks"}
+        "write", "write_empty_chunks", "transaction"}
     if unknown:
         raise SpecError(f"open: unexpected keyword(s) {sorted(unknown)} for a spec")
     if getattr(spec, "_bound_context", None) is not None and options.get("context") is None:
@@ -282,13 +281,22 @@ def open_spec(spec: Any, **options: Any) -> Array | View:
     schema = _schema(json, options, transform)
     state = _state(json, options, mode)
     store, path = _location(json, _read_only(options), state)
+    transaction = options.get("transaction")
+    if transaction is not None:  # everything it writes (a creation too) is staged
+        store = staged_store(transaction, store)
     key = location_key(store, path, driver.zarr_format)
     found = None if state.cache_pool is None else state.cache_pool.metadata.find(key)
     seen = None if found is None else found.metadata  # before the store is read
-    array, created = _open_or_create(store, path, mode, driver, constraints, schema,
-                                     _read_only(options), _write_empty(json, options),
-                                     seen if _uses_cached(mode, state) else None)
-    _attach(array, state, created, seen, mode.assume_cached_metadata)
+    if transaction is None:
+        array, created = _open_or_create(store, path, mode, driver, constraints, schema,
+                                         _read_only(options), _write_empty(json, options),
+                                         seen if _uses_cached(mode, state) else None)
+        _attach(array, state, created, seen, mode.assume_cached_metadata)
+    else:
+        with transaction._reads_uncounted():
+            array, created = _open_or_create(store, path, mode, driver, constraints, schema,
+                                             _read_only(options), _write_empty(json, options))
+        array = bind_opened(array, state, transaction, created)
     labels = labels_of(schema) if driver.zarr_format == 2 else None
     if transform is None and labels is not None:  # a .zarray has no names: label the result
         transform = IndexTransform.identity(array.domain.with_labels(labels))

@@ -2,8 +2,10 @@
 the chunks a view's elements lie in are stored.
 
 As TensorStore's, exact: only the chunks holding elements of the view count (a strided or
-indexed view skips those between), and of a sharded array its inner chunks, from the stored
-shards' indexes. Small regions ask for their chunks' keys; large ones list what is stored
+indexed view skips those between), and of a sharded array its inner chunks (TensorStore's
+read chunks: behind a transpose, in the array's dimensions; of nested shards, the innermost),
+from the stored shards' indexes (read whole when codecs come before or after the sharding
+codec, or it nests). Small regions ask for their chunks' keys; large ones list what is stored
 (a sparse array's grid may have far more chunks than it stores).
 """
 
@@ -28,8 +30,7 @@ def storage_statistics(base: Any, transform: IndexTransform, nonempty: bool, not
     """The statistics asked for of the elements of `base` (an Array) `transform` (resolved
     and checked against its bounds) reads; an empty domain is both, as in TensorStore."""
     if nonempty:
-        sharding = base._engine.sharding
-        unit = sharding.chunk_shape if sharding is not None else base._metadata.chunk_shape
+        unit = base._engine.innermost_chunks or base._metadata.chunk_shape
         sets, rows = _touched(transform, unit)
         total = math.prod(len(s) for s in sets) if sets is not None else len(rows)
         count = _count_stored(base, sets, rows, total)
@@ -96,7 +97,7 @@ def _as_rows(cells: Any, rank: int) -> np.ndarray:
 def _count_stored(base: Any, sets: list[np.ndarray] | None, rows: np.ndarray | None,
                   total: int) -> int:
     engine = base._engine
-    if engine.sharding is not None:
+    if engine.innermost_chunks is not None:
         return _inner_stored(base, sets, rows)
     if total <= _PROBE_UP_TO:
         keys = [engine.key(c) for c in _cells(sets, rows)]
@@ -105,9 +106,9 @@ def _count_stored(base: Any, sets: list[np.ndarray] | None, rows: np.ndarray | N
 
 
 def _inner_stored(base: Any, sets: list[np.ndarray] | None, rows: np.ndarray | None) -> int:
-    """The touched inner chunks the stored shards' indexes hold."""
+    """The touched inner chunks (the innermost of nested shards) the stored shards hold."""
     engine = base._engine
-    per_shard = engine.sharding.chunks_per_shard
+    per_shard = [c // u for c, u in zip(engine.chunk_shape, engine.innermost_chunks, strict=True)]
     if sets is not None:
         shard_sets: list[np.ndarray] | None = [
             np.unique(s // n) for s, n in zip(sets, per_shard, strict=True)]
@@ -122,6 +123,6 @@ def _inner_stored(base: Any, sets: list[np.ndarray] | None, rows: np.ndarray | N
         stored = _as_rows(base._stored_shards(), base.ndim)
         shards = [tuple(s) for s in stored.tolist()
                   if _inside(np.asarray([s]), shard_sets, shard_rows)]
-    present = chunk_io.inner_chunks_present(engine, shards)
+    present = chunk_io.inner_chunks_present(engine, shards, innermost=True)
     found = np.concatenate(present) if present else _as_rows([], base.ndim)
     return _inside(found, sets, rows)

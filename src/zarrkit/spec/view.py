@@ -289,6 +289,15 @@ class View(Resolved):
         transform, nonempty = _prepare(self.base, self.transform)
         return storage_statistics(self.base, transform, nonempty, not_stored, fully_stored)
 
+    @property
+    def transaction(self) -> Any:
+        """TensorStore's: the transaction of the array viewed (None when unbound)."""
+        return getattr(self.base, "transaction", None)
+
+    def with_transaction(self, transaction: Any) -> View:
+        """TensorStore's: this view of the array bound to `transaction` (None: unbound)."""
+        return View(self.base.with_transaction(transaction), self.transform, self.conversion)
+
     def resolve(self, *, fix_resizable_bounds: bool = False) -> ViewFuture:
         """A future of this view with its implicit bounds resolved against the array's
         current (stored) shape; `fix_resizable_bounds` makes them explicit."""

@@ -1,0 +1,245 @@
+"""A transaction's view of a store: writes staged in memory over a base store.
+
+`Staging` is what one transaction staged for one base store (new values and deletions), shared
+by every handle of the transaction on that store; `StagedStore` is a `KvStore` answering from
+it first and from the base store otherwise. For every staged key that was read from the base
+store before it was changed (a read-modify-write), the staging keeps what was read: the value's
+generation, or its bytes where the store hands out none. `commit` writes every staging under
+the base stores' key locks once none of those keys has changed since; otherwise it writes
+nothing and returns the changed keys, for the caller to redo its writes on the new values.
+
+The transaction itself (its states, atomicity rules) lives in the spec layer: a staging only
+calls `touch(staging, key, write)` before each read or write of a key and `guard()` before listings.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import ExitStack
+from itertools import count
+from typing import Any
+
+from ..errors import TransactionError, UnpicklableError
+from ._keylocks import KeyLocks
+from ._util import as_bytes, resolve_range
+from .base import Buffer, ByteRange, GenerationMismatch, KvStore, validate_key, validate_prefix
+from .memory import MemoryStore
+
+#: What a staging remembers of a base value it read: ("gen", generation), ("bytes", value),
+#: or _MISSING for a key that held none.
+Token = tuple[Any, ...]
+_MISSING: Token = ("missing",)
+
+
+def commits_keys_together(store: KvStore) -> bool:
+    """Whether `store` can change several keys as one atomic change (the memory store, under
+    its one lock); the others commit one key at a time."""
+    return isinstance(store, MemoryStore)
+
+
+class Staging:
+    """The keys one transaction changed in one base store, and what it read before."""
+
+    def __init__(self, base: KvStore, touch: Callable[[Staging, str, bool], None],
+                 guard: Callable[[], None], repeatable: bool = False) -> None:
+        self.base = base
+        #: Reads must return what the first read of the key did, and the commit checks every
+        #: key read (TensorStore's repeatable_read).
+        self.repeatable = repeatable
+        self.touch = lambda key, write=False: touch(self, key, write)
+        self.guard = guard
+        self.lock = threading.Lock()
+        self.key_locks = KeyLocks()  # shared by the transaction's handles on this store
+        self.serials = count(1)  # never restarted: a staged generation is never reused
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything staged and read (before the transaction's writes are redone)."""
+        with self.lock:
+            self.values: dict[str, bytes | None] = {}  # None: deleted
+            self.versions: dict[str, int] = {}
+            self.read: dict[str, Token] = {}  # the last base value read of each key
+            self.derived: dict[str, Token] = {}  # staged keys changed from a base value read
+
+    # -- reading and staging -----------------------------------------------------------------
+    def staged(self, key: str) -> tuple[bool, bytes | None, int]:
+        with self.lock:
+            if key not in self.values:
+                return False, None, 0
+            return True, self.values[key], self.versions[key]
+
+    def read_base(self, key: str, byte_range: ByteRange | None
+                  ) -> tuple[Buffer | None, Hashable | None]:
+        """The base store's value (part) and generation, remembering what was read."""
+        value, generation = self.base.get_with_generation(key, byte_range)
+        if value is None:
+            token = _MISSING
+        elif generation is not None:
+            token = ("gen", generation)
+        else:  # no generations: the whole value tells whether it changed
+            whole = value if byte_range is None else self.base.get(key)
+            token = _MISSING if whole is None else ("bytes", as_bytes(whole))
+            if whole is not None and byte_range is not None:
+                value = byte_range.slice_of(whole)
+        with self.lock:
+            first = self.read.setdefault(key, token) if self.repeatable else token
+            self.read[key] = first
+        if first != token:
+            raise TransactionError(f"{key!r} in {self.base!r} changed since the transaction "
+                                   "(repeatable_read) read it")
+        return value, generation
+
+    def stage(self, key: str, value: bytes | None) -> None:
+        with self.lock:
+            if key not in self.values and key in self.read:
+                self.derived[key] = self.read[key]
+            self.values[key] = value
+            self.versions[key] = next(self.serials)
+
+    # -- committing --------------------------------------------------------------------------
+    def current(self, key: str, like: Token) -> Token:
+        """The base value's token now, of the kind of `like`."""
+        if like[0] != "bytes":
+            value, generation = self.base.get_with_generation(key, ByteRange(0, 0))
+            if value is None:
+                return _MISSING
+            if generation is not None:
+                return ("gen", generation)
+        whole = self.base.get(key)
+        return _MISSING if whole is None else ("bytes", as_bytes(whole))
+
+    def changed(self) -> list[str]:
+        """Staged keys whose base value is no longer the one read before changing them (with
+        `repeatable`, any key read)."""
+        with self.lock:
+            derived = {**self.read, **self.derived} if self.repeatable else dict(self.derived)
+        return sorted(k for k, token in derived.items() if self.current(k, token) != token)
+
+    def keys(self) -> list[str]:
+        with self.lock:
+            return sorted(self.values)
+
+    def write(self) -> None:
+        """Store everything staged (the caller holds the keys' locks)."""
+        with self.lock:
+            changes = dict(self.values)
+        if isinstance(self.base, MemoryStore):
+            self.base.apply_atomically(changes)
+            return
+        for key, value in changes.items():
+            if value is None:
+                self.base.delete(key)
+            else:
+                self.base.set(key, value)
+
+
+def commit(stagings: Sequence[Staging], locks: Sequence[Any] = ()) -> list[tuple[Staging, str]]:
+    """Write every staging under its keys' locks (after `locks`, context managers taken
+    first) if none of the keys read before being changed has changed since; otherwise write
+    nothing and return the changed (staging, key) pairs."""
+    with ExitStack() as held:
+        for lock in locks:
+            held.enter_context(lock)
+        for staging in stagings:
+            for key in staging.keys():
+                held.enter_context(staging.base.lock(key))
+        changed = [(s, key) for s in stagings for key in s.changed()]
+        if not changed:
+            for staging in stagings:
+                staging.write()
+        return changed
+
+
+class StagedStore(KvStore):
+    """A base store seen through a transaction: reads answered from the staged values first,
+    writes and deletions staged (nothing reaches the base store before the commit)."""
+
+    def __init__(self, staging: Staging) -> None:
+        base = staging.base
+        super().__init__(read_only=base.read_only)
+        self.staging = staging
+        self.base = base
+        self.driver = base.driver
+        self.io_concurrency = base.io_concurrency
+        self._key_locks = staging.key_locks
+
+    # -- reading -----------------------------------------------------------------------------
+    def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
+        return self.get_with_generation(key, byte_range)[0]
+
+    def get_with_generation(self, key: str, byte_range: ByteRange | None = None
+                            ) -> tuple[Buffer | None, Hashable | None]:
+        validate_key(key)
+        self.staging.touch(key)
+        found, value, version = self.staging.staged(key)
+        if found:
+            if value is None:
+                return None, None
+            return value[slice(*resolve_range(byte_range, len(value)))], ("txn", version)
+        value, generation = self.staging.read_base(key, byte_range)
+        return value, None if generation is None else ("base", generation)
+
+    def get_ranges_if(self, key: str, ranges: Sequence[ByteRange], generation: Hashable | None,
+                      transient: bool = False) -> list[Buffer | None]:
+        if generation is None:
+            return super().get_ranges_if(key, ranges, generation, transient)
+        validate_key(key)
+        self.staging.touch(key)
+        found, value, version = self.staging.staged(key)
+        kind, expected = generation  # type: ignore[misc]
+        if found != (kind == "txn") or (found and (value is None or version != expected)):
+            raise GenerationMismatch(f"{key!r} in {self!r} holds a new value")
+        if found:
+            return [value[slice(*resolve_range(r, len(value)))] for r in ranges]  # type: ignore[index]
+        return self.base.get_ranges_if(key, ranges, expected)
+
+    def exists(self, key: str) -> bool:
+        self.staging.guard()
+        found, value, _ = self.staging.staged(validate_key(key))
+        return value is not None if found else self.base.exists(key)
+
+    def exists_many(self, keys: Sequence[str]) -> list[bool]:
+        self.staging.guard()
+        staged = [self.staging.staged(validate_key(k)) for k in keys]
+        rest = iter(self.base.exists_many([k for k, s in zip(keys, staged, strict=True)
+                                           if not s[0]]))
+        return [s[1] is not None if s[0] else next(rest) for s in staged]
+
+    def size(self, key: str) -> int | None:
+        self.staging.guard()
+        found, value, _ = self.staging.staged(validate_key(key))
+        if not found:
+            return self.base.size(key)
+        return None if value is None else len(value)
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        self.staging.guard()
+        validate_prefix(prefix)
+        keys = set(self.base.list_prefix(prefix))
+        with self.staging.lock:
+            for key, value in self.staging.values.items():
+                if key.startswith(prefix):
+                    (keys.discard if value is None else keys.add)(key)
+        return iter(sorted(keys))
+
+    # -- writing -----------------------------------------------------------------------------
+    def _set(self, key: str, value: Buffer) -> None:
+        self.staging.touch(key, True)
+        self.staging.stage(key, as_bytes(value))
+
+    def _delete(self, key: str) -> None:
+        self.staging.touch(key, True)
+        self.staging.stage(key, None)
+
+    # -- description -------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return self.base.to_json()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        raise UnpicklableError(f"cannot pickle {self!r}: what its transaction staged lives in "
+                               "this process's memory; pickle the handle without the "
+                               "transaction (with_transaction(None) once committed)")
+
+    def __repr__(self) -> str:
+        return f"StagedStore({self.base!r})"
