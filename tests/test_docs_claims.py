@@ -228,3 +228,30 @@ def test_shard_index_reads_are_tried_four_times():
 
     assert chunk_io._SHARD_ATTEMPTS == 4
     assert cache.ShardIndexCache().total_bytes_limit == 16 << 20
+
+
+def test_lock_directory_in_a_group_is_skipped_by_zarr_python(tmp_path):
+    """docs/concurrency.md: a group whose metadata changed in place holds `.zarrkit-locks`;
+    zarr-python warns about it and skips it; without locks there is none."""
+    import warnings
+
+    import zarr
+
+    g = zarrkit.open_group(str(tmp_path / "g.zarr"), mode="w")
+    g.create_array("x", shape=(2,), chunks=(2,), dtype="i4")
+    g.attrs["a"] = 1
+    assert (tmp_path / "g.zarr" / ".zarrkit-locks").is_dir()
+    assert sorted(g) == ["x"]  # zarrkit's listing never shows it
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        members = dict(zarr.open_group(str(tmp_path / "g.zarr"), mode="r").members())
+    assert sorted(members) == ["x"]
+    assert any(".zarrkit-locks" in str(w.message) for w in seen)
+
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path / "n.zarr")},
+            "context": {"file_io_locking": {"mode": "none"}},
+            "metadata": {"shape": [2], "data_type": "int32"}, "create": True}
+    a = zarrkit.open(spec).result()
+    a[...] = 1
+    a.attrs["b"] = 2
+    assert not any(p.name == ".zarrkit-locks" for p in (tmp_path / "n.zarr").rglob("*"))

@@ -499,13 +499,13 @@ def tree(group: Group, level: int | None = None) -> str:
     return group.tree(level)
 
 
-def load(where: Any = None, path: str | None = None, *,
-         store: Any = None) -> np.ndarray | dict[str, np.ndarray]:
+def load(where: Any = None, path: str | None = None, *, store: Any = None,
+         zarr_format: int | None = None) -> np.ndarray | dict[str, np.ndarray]:
     """The values of the array at `where`; of a group, a dict of its arrays' values by name
     (as zarr-python 2 and numpy's `load` of an .npz archive; members that are groups are left
-    out)."""
+    out). `zarr_format=` requires the node's format, as in `open`."""
     where = _store_keyword(where, {"store": store})
-    node = open(where, "r", path=path)
+    node = open(where, "r", path=path, zarr_format=zarr_format)
     try:
         if isinstance(node, Array):
             return node[...]

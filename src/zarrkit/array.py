@@ -424,8 +424,10 @@ class Array(Node, SpecNode, SelectionMethods):
         the fill value there, never stale values. Waits for writes of the array in progress
         (in any thread or process sharing the store's locks) and holds off new ones.
 
-        zarr-python's `delete_outside_chunks=False` keeps the chunks outside as they are
-        stored: growing again then shows their old values, as in zarr-python.
+        zarr-python's `delete_outside_chunks=False` leaves the stored chunks as they are (no
+        chunk is read, rewritten or deleted): growing again shows their old values, as in
+        zarr-python, until a write of an edge chunk, which stores the fill value beyond the
+        shape (as every write of an edge chunk here; zarr-python keeps the old values).
 
         TensorStore's keywords also work (`exclusive_max=`, `inclusive_min=`, `expand_only=`,
         `shrink_only=`, `resize_metadata_only=`); they return the array."""
@@ -616,13 +618,12 @@ class Array(Node, SpecNode, SelectionMethods):
                 if all(i < n for i, n in zip(c, grid, strict=True))]
 
     def _objects_stored(self, keys: list[str] | None = None) -> _Count:
-        """The keys under the array's prefix (the listed `keys`, listed here if not given)
-        other than its metadata documents."""
-        prefix = storage.prefix_of(self.path)
-        names = formats.METADATA_NAMES | (
-            formats.V1_METADATA_NAMES if self.zarr_format == 1 else frozenset())
-        keys = self.store.list_prefix(prefix) if keys is None else keys
-        return _Count(sum(1 for k in keys if k[len(prefix):] not in names))
+        """The stored chunks of an unsharded array's grid (of the listed `keys`, listed here
+        if not given): not those beyond its shape, which a resize with
+        `delete_outside_chunks=False` keeps (zarr-python counts the grid's keys too)."""
+        grid = self.cdata_shape
+        return _Count(sum(1 for c, _ in self._stored_chunks(keys)
+                          if all(i < n for i, n in zip(c, grid, strict=True))))
 
     @property
     def info(self) -> ArrayInfo:

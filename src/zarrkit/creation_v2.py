@@ -87,6 +87,14 @@ def _data_type(dtype: Any, filters: list[dict[str, Any]],
     return DataTypeV2(np.dtype(object)), filters
 
 
+def _numeric_bool(fill_value: Any, data_type: DataTypeV2) -> Any:
+    """A True/False fill of a number type as the number numpy makes of it (as v3 arrays and
+    zarr-python take it); the .zarray's JSON `true` for a number stays refused."""
+    if isinstance(fill_value, bool | np.bool_) and data_type.kind in ("int", "float"):
+        return int(fill_value)
+    return fill_value
+
+
 def _refuse_object_filters(data_type: DataTypeV2, filters: list[dict[str, Any]]) -> None:
     """An object codec stores object ('|O') arrays; in front of another type its chunks would
     decode to objects that type cannot take back (zarr-python refuses it too). Categorize,
@@ -154,7 +162,8 @@ def build_v2_metadata(shape: Any, dtype: Any, *, chunks: Any = None,
                    for i, f in enumerate(codec_list(filters or (), "filters"))]
     given = None if fill_value is DEFAULT_FILL else fill_value
     data_type, filter_list = _data_type(dtype, filter_list, given)
-    fill = data_type.default_fill_value() if fill_value is DEFAULT_FILL else fill_value
+    fill = data_type.default_fill_value() if fill_value is DEFAULT_FILL else \
+        _numeric_bool(fill_value, data_type)
     metadata = ArrayMetadataV2(
         shape=shape_t, chunks=_chunk_shape(chunks, shape_t, "chunks"), data_type=data_type,
         compressor=_compressor(compressor, compressors), fill_value=fill, order=order,

@@ -52,6 +52,10 @@ class Staging:
         self.lock = threading.Lock()
         self.key_locks = KeyLocks()  # shared by the transaction's handles on this store
         self.serials = count(1)  # never restarted: a staged generation is never reused
+        #: Metadata documents the transaction opened arrays from: the commit fails once one
+        #: changed (TensorStore's "Metadata is inconsistent"); kept across a redo.
+        self.validated: dict[str, Token] = {}
+        self.contents: dict[str, Callable[[], Any]] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -90,6 +94,18 @@ class Staging:
                                    "(repeatable_read) read it")
         return value, generation
 
+    def validate(self, key: str, content: Callable[[], Any]) -> None:
+        """The commit checks that `key` still holds what `content()` (the document's meaning,
+        read from the base store) gives now; not a key the transaction staged itself (that
+        one is its own). A document rewritten the same (resized back) is still the one."""
+        with self.lock:
+            if key in self.values or key in self.validated:
+                return
+        token = ("doc", content())
+        with self.lock:
+            self.validated.setdefault(key, token)
+            self.contents[key] = content
+
     def stage(self, key: str, value: bytes | None) -> None:
         with self.lock:
             if key not in self.values and key in self.read:
@@ -100,6 +116,8 @@ class Staging:
     # -- committing --------------------------------------------------------------------------
     def current(self, key: str, like: Token) -> Token:
         """The base value's token now, of the kind of `like`."""
+        if like[0] == "doc":
+            return ("doc", self.contents[key]())
         if like[0] != "bytes":
             value, generation = self.base.get_with_generation(key, ByteRange(0, 0))
             if value is None:
@@ -111,10 +129,25 @@ class Staging:
 
     def changed(self) -> list[str]:
         """Staged keys whose base value is no longer the one read before changing them (with
-        `repeatable`, any key read)."""
+        `repeatable`, any key read), and validated keys changed since."""
         with self.lock:
             derived = {**self.read, **self.derived} if self.repeatable else dict(self.derived)
+            validated = dict(self.validated)
+        return sorted({k for k, token in derived.items() if self.current(k, token) != token}
+                      | self.invalidated(validated))
+
+    def stale(self) -> list[str]:
+        """Staged keys changed from a base value another writer has changed since."""
+        with self.lock:
+            derived = dict(self.derived)
         return sorted(k for k, token in derived.items() if self.current(k, token) != token)
+
+    def invalidated(self, validated: dict[str, Token] | None = None) -> set[str]:
+        """The validated keys whose value changed."""
+        if validated is None:
+            with self.lock:
+                validated = dict(self.validated)
+        return {k for k, token in validated.items() if self.current(k, token) != token}
 
     def keys(self) -> list[str]:
         with self.lock:
@@ -134,17 +167,25 @@ class Staging:
                 self.base.set(key, value)
 
 
-def commit(stagings: Sequence[Staging], locks: Sequence[Any] = ()) -> list[tuple[Staging, str]]:
+def commit(stagings: Sequence[Staging], locks: Sequence[Any] = (),
+           redo: Callable[[], None] | None = None) -> list[tuple[Staging, str]]:
     """Write every staging under its keys' locks (after `locks`, context managers taken
     first) if none of the keys read before being changed has changed since; otherwise write
-    nothing and return the changed (staging, key) pairs."""
+    nothing and return the changed (staging, key) pairs. With `redo`, a change is first
+    redone under the locks held (other writers cannot change the keys again meanwhile), and
+    written if it touches no other key."""
     with ExitStack() as held:
         for lock in locks:
             held.enter_context(lock)
+        locked = {(id(s), key) for s in stagings for key in s.keys()}
         for staging in stagings:
             for key in staging.keys():
                 held.enter_context(staging.base.lock(key))
         changed = [(s, key) for s in stagings for key in s.changed()]
+        if changed and redo is not None:
+            redo()
+            if {(id(s), key) for s in stagings for key in s.keys()} <= locked:
+                changed = [(s, key) for s in stagings for key in s.changed()]
         if not changed:
             for staging in stagings:
                 staging.write()

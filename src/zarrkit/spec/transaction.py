@@ -9,10 +9,13 @@ commit publishes the metadata they changed and drops what unbound handles of the
 cached of the array.
 
 A commit never overwrites a change another writer made to a key after the transaction read it
-to change it (a partial chunk write): it writes nothing then, redoes the transaction's writes
-on the new values (as TensorStore, which keeps the written region) and tries again. A
-transaction that resized, created or changed attributes cannot be redone: its commit fails
-with nothing written. As in TensorStore, an atomic transaction refuses to touch a second key
+to change it (a partial chunk write): it redoes the transaction's writes and resizes on the new
+values under the keys' locks (as TensorStore, which keeps the written region), and bound reads
+redo them too (TensorStore's reads merge staged writes with the current values). A
+transaction that created or changed attributes cannot be redone: its commit fails with nothing
+written. Once the metadata `open(spec, transaction=)` read has changed (in meaning, not bytes),
+the transaction's handles and its commit fail, as TensorStore's. As in TensorStore, an atomic
+transaction refuses to touch a second key
 on a store that commits one key at a time (all but the memory store), and handles read the
 array's metadata document through it (so on a file store only `assume_metadata` arrays can
 use one), and `repeatable_read` fails reads and the commit once a value read has changed.
@@ -33,7 +36,7 @@ import numpy as np
 from .. import _resize_guard as guard
 from .. import storage
 from ..array import Array
-from ..errors import TransactionError
+from ..errors import TransactionError, ZarrkitError
 from ..kvstore import KvStore
 from ..kvstore.transaction import StagedStore, Staging, commit, commits_keys_together
 from .futures import ViewFuture
@@ -57,11 +60,13 @@ class Transaction:
         self._atomic = bool(atomic)
         self._repeatable = bool(repeatable_read)
         self._lock = threading.RLock()
+        self._redo_lock = threading.Lock()  # one refresh redoing at a time
+        self._extents: dict[int, tuple[TransactionArray, Any]] = {}  # of a redo's writes
         self._state = "open"  # then "committing", "committed" or "aborted"
         self._future = _CommitFuture()
         self._stagings: dict[Any, Staging] = {}
         self._log: list[Callable[[], None]] = []  # the writes, to redo on new values
-        self._not_redoable: str | None = None  # what the log cannot redo ("a resize", ...)
+        self._not_redoable: str | None = None  # what the log cannot redo ("a creation", ...)
         self._first_touched: tuple[Staging, str] | None = None
         self._writers: dict[int, TransactionArray] = {}  # the handles that wrote
         self._redoing = False
@@ -188,9 +193,13 @@ class Transaction:
             self._log.append(write)
             self._writers[id(handle)] = handle
 
-    def _changes_metadata(self, handle: TransactionArray, what: str) -> None:
+    def _changes_metadata(self, handle: TransactionArray, what: str, redoable: bool) -> None:
+        """`handle` changes its metadata document (a resize is in the log, redone with the
+        writes on the metadata another writer stored since, as TensorStore's resize is; the
+        others cannot be redone)."""
         with self._lock:
-            self._not_redoable = self._not_redoable or what
+            if not redoable:
+                self._not_redoable = self._not_redoable or what
             self._writers[id(handle)] = handle
 
     # -- committing --------------------------------------------------------------------------
@@ -207,32 +216,77 @@ class Transaction:
     def _commit(self) -> None:
         with self._lock:
             stagings = [self._stagings[k] for k in sorted(self._stagings, key=repr)]
+        redoable = not (self._repeatable or self._not_redoable)
+        redo = (lambda: self._redo(stagings)) if redoable else None
         for _ in range(_ATTEMPTS):
-            changed = commit(stagings, self._shape_locks())
+            changed = commit(stagings, self._shape_locks(), redo)
             if not changed:
                 self._state = "committed"
                 self._after_commit()
                 return
             keys = ", ".join(_describe(s, k) for s, k in changed)
+            opened = [_describe(s, k) for s, k in changed if k in s.validated]
+            if opened:
+                raise TransactionError(f"commit failed, nothing written: the metadata "
+                                       f"{', '.join(opened)} changed since the transaction "
+                                       "opened the array (TensorStore: metadata inconsistent)")
             if self._repeatable or self._not_redoable:
                 why = ("it was opened with repeatable_read" if self._repeatable else
                        f"{self._not_redoable} cannot be redone on the new values")
                 raise TransactionError(f"commit failed, nothing written: {keys} changed since "
                                        f"the transaction read it, and {why}")
-            self._redo(stagings)
         raise TransactionError(f"commit failed, nothing written: {keys} kept changing while "
                                f"the transaction's writes were redone {_ATTEMPTS} times")
 
     def _redo(self, stagings: list[Staging]) -> None:
         """The transaction's writes again, on the base stores' current values."""
         self._redoing = True
+        self._extents = {}
         try:
             for staging in stagings:
                 staging.reset()
             for write in list(self._log):
                 write()
+            for handle, planned in self._extents.values():
+                handle._erase_beyond(planned)
         finally:
             self._redoing = False
+
+    def _extend(self, handle: TransactionArray, planned: Any) -> None:
+        """A redone write of `handle` planned on `planned`: the region they cover, erased
+        beyond the shape once all are redone (TensorStore keeps a region written where the
+        array shrank since and the transaction grows it again)."""
+        _, known = self._extents.get(id(handle), (handle, planned))
+        shape = tuple(max(a, b) for a, b in zip(known.shape, planned.shape, strict=True))
+        self._extents[id(handle)] = (handle, planned.evolve(shape=shape))
+
+    def _check_opened(self) -> None:
+        """Refuse every operation once the metadata of an array this transaction opened has
+        changed (as TensorStore's "Metadata is inconsistent"; the commit fails too)."""
+        self._check_open()
+        if self._redoing:
+            return
+        with self._lock:
+            stagings = list(self._stagings.values())
+        opened = [_describe(s, k) for s in stagings for k in sorted(s.invalidated())]
+        if opened:
+            raise TransactionError(f"the metadata {', '.join(opened)} changed since the "
+                                   "transaction opened the array: its handles can no longer "
+                                   "read or write, and its commit fails")
+
+    def _refresh(self) -> None:
+        """Before a bound handle's read or write: chunks it changed partly over values another
+        writer has changed since are redone on the new values (TensorStore's reads merge the
+        staged writes with the current values). A transaction that created an array, changed
+        attributes or is repeatable_read cannot be redone: its handles read what it staged."""
+        if self._repeatable or self._not_redoable or self._redoing:
+            return
+        # Not under self._lock: the redo's writes run on pool threads that take it.
+        with self._redo_lock:
+            with self._lock:
+                stagings = list(self._stagings.values())
+            if any(staging.stale() for staging in stagings):
+                self._redo(stagings)
 
     def _shape_locks(self) -> list[Any]:
         """The shape locks of the arrays written, held while committing as writes hold them
@@ -305,30 +359,61 @@ class TransactionArray(Array):
         return None  # staged chunks must not reach a cache unbound handles read from
 
     def _recheck_metadata(self) -> None:
-        self._transaction._check_open()
+        self._transaction._check_opened()
+        self._transaction._refresh()  # (a redo leaves the handles on the shapes it wrote on)
         self._follow_resize()
 
     def _before_view_io(self) -> None:
         self._recheck_metadata()
 
+    def _before_view_write(self) -> None:
+        """A write needs no redo of the chunks another writer changed (a read does): the
+        commit redoes the writes on the values then stored. Checking each chunk written
+        before every write made a transaction of n partial writes cost n**2 store reads."""
+        self._transaction._check_opened()
+        self._follow_resize()
+
     # -- writing -----------------------------------------------------------------------------
     def _write(self, make_plan: Callable[[], Any], value: Any) -> None:
-        self._transaction._check_open()
+        self._transaction._check_opened()
         self._check_writable()
         value = np.array(self._as_values(value))  # a copy of its own, for a redo
         Array._write(self, make_plan, value)
-        self._transaction._record(self, lambda: Array._write(self, make_plan, value))
+        planned = self._metadata
+        self._transaction._record(self, lambda: self._redo_write(planned, make_plan, value))
+
+    def _redo_write(self, planned: Any, make_plan: Callable[[], Any], value: Any) -> None:
+        """A write again, on the shape it was planned against (another writer may have
+        shrunk the array since: TensorStore keeps the region written, which then lies partly
+        beyond the shape, where zarrkit leaves no data)."""
+        self._transaction._extend(self, planned)
+        self._set_metadata(planned)  # the next operation adopts the stored one again
+        self._write_planned(make_plan(), value)
+
+    def _erase_beyond(self, planned: Any) -> None:
+        """After a redo: erase what writes planned on `planned` left beyond the shape."""
+        with self._transaction._reads_uncounted():
+            shape = guard.stored_metadata(self.store, self.path, planned, self.name).shape
+        self._set_metadata(planned)
+        self._erase_outside(shape)
 
     def _write_fields(self, make_plan: Callable[[], Any], value: Any, names: list[str]) -> None:
-        self._transaction._check_open()
+        self._transaction._check_opened()
         value = copy.deepcopy(value)
         Array._write_fields(self, make_plan, value, names)
         self._transaction._record(
             self, lambda: Array._write_fields(self, make_plan, value, names))
 
     def _resize_to(self, new_shape: tuple[int, ...], erase: bool = True) -> None:
-        self._metadata_change("a resize")
-        Array._resize_to(self, new_shape, erase)
+        self._metadata_change("a resize", redoable=True)
+        self._resize_staged(new_shape, erase)
+        self._transaction._record(self, lambda: self._resize_staged(new_shape, erase))
+
+    def _resize_staged(self, new_shape: tuple[int, ...], erase: bool) -> None:
+        # Finding the stored metadata (a v2 array's .zgroup probe too) is no atomic key: as
+        # TensorStore's, a resize touches the metadata document (and the chunks it erases).
+        with self._transaction._reads_uncounted():
+            Array._resize_to(self, new_shape, erase)
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         self._metadata_change("an append")
@@ -338,9 +423,9 @@ class TransactionArray(Array):
         self._metadata_change("an attribute update")
         return Array._update_attributes(self, change)
 
-    def _metadata_change(self, what: str) -> None:
-        self._transaction._check_open()
-        self._transaction._changes_metadata(self, what)
+    def _metadata_change(self, what: str, redoable: bool = False) -> None:
+        self._transaction._check_opened()
+        self._transaction._changes_metadata(self, what, redoable)
         self._changed_metadata = True
 
     def _committed(self) -> None:
@@ -380,7 +465,7 @@ def staged_store(transaction: Any, store: KvStore) -> StagedStore:
     if not isinstance(transaction, Transaction):
         raise TransactionError(f"open: transaction must be a zarrkit.Transaction, got "
                                f"{type(transaction).__name__}")
-    transaction._check_open()
+    transaction._check_opened()
     return transaction._store(store)
 
 
@@ -393,7 +478,19 @@ def bind_opened(array: Array, state: Any, transaction: Transaction,
     _join(bound, state, transaction)
     if created:
         bound._metadata_change("a creation")
+    elif not array._metadata_assumed:  # the commit checks it is still the document opened
+        bound.store.staging.validate(guard.document_key(array.path, array._metadata),
+                                     lambda: _stored_meaning(bound))
     return bound
+
+
+def _stored_meaning(array: Array) -> Any:
+    """The array's metadata stored in the base store now, as JSON (None: no such array)."""
+    try:
+        return guard.stored_metadata(array.store.base, array.path, array._metadata,
+                                     array.name).to_json()
+    except ZarrkitError:
+        return None
 
 
 def _join(bound: TransactionArray, state: Any, transaction: Transaction) -> None:

@@ -574,10 +574,13 @@ def _basic(transform: IndexTransform) -> tuple[tuple[Any, ...], list[int]] | Non
     return tuple(sel), refs
 
 
-def _prepare(base: Any, transform: IndexTransform) -> tuple[IndexTransform, bool]:
-    """Refresh the base's metadata if it asks for that, resolve the implicit bounds against
-    the array's current shape, and check the bounds. The flag: not empty."""
-    refresh = getattr(base, "_before_view_io", None)
+def _prepare(base: Any, transform: IndexTransform, writing: bool = False
+             ) -> tuple[IndexTransform, bool]:
+    """Refresh the base's metadata if it asks for that (`_before_view_write` first when
+    `writing`, where the base has one), resolve the implicit bounds against the array's
+    current shape, and check the bounds. The flag: not empty."""
+    refresh = (getattr(base, "_before_view_write", None) if writing else None) or \
+        getattr(base, "_before_view_io", None)
     if refresh is not None:
         refresh()
     unresolved = transform.domain
@@ -657,7 +660,7 @@ def _owned(data: np.ndarray) -> np.ndarray:
 
 
 def write_view(base: Any, transform: IndexTransform, value: np.ndarray) -> None:
-    transform, nonempty = _prepare(base, transform)
+    transform, nonempty = _prepare(base, transform, writing=True)
     shape = transform.domain.shape
     try:
         value = np.broadcast_to(value, shape)
