@@ -81,3 +81,14 @@ def stored_pair(tmp_path: Any, name: str = "a") -> tuple[Any, Any, dict[str, Any
                 chunk_layout=ts.ChunkLayout(chunk_shape=[2, 2, 4])).result()
     t[...] = VIEW_DATA
     return t, zarrkit.open(spec), spec
+
+
+def with_each_library(program: Any, tmp_path: Any, *args: Any) -> list[Any]:
+    """`program(lib, root, *args)` run with TensorStore and with zarrkit (the modules), each in
+    a directory of its own under `tmp_path`: their results, in that order."""
+    out = []
+    for lib in (ts, zarrkit):
+        root = tmp_path / lib.__name__
+        root.mkdir()
+        out.append(program(lib, str(root), *args))
+    return out

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _spec_helpers import with_each_library
 
 import zarrkit
 from zarrkit.errors import ZarrkitError
@@ -579,15 +580,6 @@ def test_random_transaction_programs_match_tensorstore(tmp_path, chunk):
 # -- the bugs the fuzzer found, one program each, compared with TensorStore ----------------------
 
 
-def _both(program: Any, tmp_path: Any, *args: Any) -> list[Any]:
-    out = []
-    for lib in (ts, zarrkit):
-        root = tmp_path / lib.__name__
-        root.mkdir()
-        out.append(program(lib, str(root), *args))
-    return out
-
-
 def _attempt(fn: Any) -> Any:
     try:
         value = fn()
@@ -629,7 +621,7 @@ def test_bound_reads_see_other_writers_in_a_partly_staged_chunk(tmp_path, resize
     """A bound handle read a chunk it had partly written as staged, missing what another
     writer changed in it since; TensorStore merges the staged writes with the current value
     (with a staged resize too, which now is redone with the writes)."""
-    expected, actual = _both(_merged_reads, tmp_path, resize)
+    expected, actual = with_each_library(_merged_reads, tmp_path, resize)
     assert actual == expected
     assert expected["again"] == [[1, 0, 6], [0, 5, 0]] == expected["stored"]
 
@@ -658,7 +650,7 @@ def test_a_transaction_fails_once_the_metadata_it_opened_changed(tmp_path, back)
     """`open(spec, transaction=)` reads the metadata through the transaction: TensorStore
     refuses every later use and the commit ("Metadata is inconsistent") once another writer
     changed it, and not when it was rewritten the same; zarrkit went on with the new shape."""
-    expected, actual = _both(_opened_then_resized, tmp_path, back)
+    expected, actual = with_each_library(_opened_then_resized, tmp_path, back)
     ts_stored, stored = expected.pop("stored"), actual.pop("stored")
     assert actual == expected
     if back:
@@ -684,7 +676,7 @@ def _opened_after_own_resize(lib: Any, root: str) -> dict[str, Any]:
 
 
 def test_opening_what_the_transaction_staged_is_not_checked_at_the_commit(tmp_path):
-    expected, actual = _both(_opened_after_own_resize, tmp_path)
+    expected, actual = with_each_library(_opened_after_own_resize, tmp_path)
     assert actual == expected
     assert expected["read"] == [3, 0, 0] and expected["write"] is None
 
@@ -708,7 +700,7 @@ def _resize_redone(lib: Any, root: str) -> dict[str, Any]:
 def test_a_resize_is_redone_with_the_writes_as_tensorstore_keeps_both(tmp_path):
     """A transaction that resized used to fail its commit (nothing written) when another writer
     changed a chunk it wrote partly; TensorStore commits both."""
-    expected, actual = _both(_resize_redone, tmp_path)
+    expected, actual = with_each_library(_resize_redone, tmp_path)
     assert actual == expected
     assert expected["shape"] == (5, 9) and expected["data"][0][0] == 1
     assert expected["data"][1][2] == 2 and expected["data"][4][8] == 7
@@ -727,7 +719,7 @@ def _atomic_v2_resize(lib: Any, root: str) -> dict[str, Any]:
 def test_an_atomic_resize_of_a_zarr2_array_touches_its_zarray_only(tmp_path):
     """zarrkit's resize also looked for a .zgroup, a second key on a file store: the atomic
     transaction was aborted where TensorStore's commits."""
-    expected, actual = _both(_atomic_v2_resize, tmp_path)
+    expected, actual = with_each_library(_atomic_v2_resize, tmp_path)
     assert actual == expected
     assert expected == {"resize": (5, 8), "commit": None, "shape": (5, 8)}
 

@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from _spec_helpers import with_each_library
 
 import zarrkit
 from zarrkit.errors import DataTypeError, ReadOnlyError, SelectionError, ZarrkitError
@@ -26,16 +27,6 @@ def _spec(root, name):
 
 def _stats(s):
     return s.not_stored, s.fully_stored
-
-
-def _both(program, tmp_path, *args):
-    """`program(lib, root, ...)` with each library, in its own directory."""
-    out = []
-    for lib in LIBS:
-        root = tmp_path / lib.__name__
-        root.mkdir()
-        out.append(program(lib, str(root), *args))
-    return out
 
 
 # -- the same program with either library -----------------------------------------------------
@@ -63,7 +54,7 @@ def _path(kvstore):
 
 
 def test_create_write_read_program_matches_tensorstore(tmp_path):
-    expected, actual = _both(_create_write_read, tmp_path)
+    expected, actual = with_each_library(_create_write_read, tmp_path)
     assert actual.keys() == expected.keys()
     for key in expected:
         e, a = expected[key], actual[key]
@@ -120,7 +111,7 @@ def _modes(lib, root):
 
 
 def test_mode_readable_writable_match_tensorstore(tmp_path):
-    expected, actual = _both(_modes, tmp_path)
+    expected, actual = with_each_library(_modes, tmp_path)
     assert actual == expected
 
 
@@ -177,7 +168,7 @@ def _statistics(lib, root, sharded):
 
 @pytest.mark.parametrize("sharded", [False, True])
 def test_storage_statistics_match_tensorstore(tmp_path, sharded):
-    expected, actual = _both(_statistics, tmp_path, sharded)
+    expected, actual = with_each_library(_statistics, tmp_path, sharded)
     assert actual == expected
 
 
@@ -250,7 +241,7 @@ def _future_members(lib, root):
 
 
 def test_future_members_match_tensorstore(tmp_path):
-    expected, actual = _both(_future_members, tmp_path)
+    expected, actual = with_each_library(_future_members, tmp_path)
     assert actual == expected
 
 
@@ -337,7 +328,7 @@ async def _async_program(lib, root):
 
 
 def test_async_program_matches_tensorstore(tmp_path):
-    expected, actual = _both(lambda lib, root: asyncio.run(_async_program(lib, root)), tmp_path)
+    expected, actual = with_each_library(lambda lib, root: asyncio.run(_async_program(lib, root)), tmp_path)
     for e, a in zip(expected, actual, strict=True):
         if isinstance(e, np.ndarray):
             np.testing.assert_array_equal(a, e)

@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 import pytest
+from _spec_helpers import with_each_library
 
 import zarrkit
 from zarrkit.errors import TransactionError, ZarrkitError
@@ -21,16 +22,6 @@ LIBS = [ts, zarrkit]
 
 def _spec(root, name, driver="zarr3", kvstore="file"):
     return {"driver": driver, "kvstore": {"driver": kvstore, "path": f"{root}/{name}/"}}
-
-
-def _both(program, tmp_path, *args):
-    """`program(lib, root, ...)` with each library, in its own directory."""
-    out = []
-    for lib in LIBS:
-        root = tmp_path / lib.__name__
-        root.mkdir()
-        out.append(program(lib, str(root), *args))
-    return out
 
 
 def _try(fn):
@@ -96,7 +87,7 @@ def _lifecycle(lib, root):
 
 
 def test_commit_abort_and_their_repeats_match_tensorstore(tmp_path):
-    expected, actual = _both(_lifecycle, tmp_path)
+    expected, actual = with_each_library(_lifecycle, tmp_path)
     assert actual == expected
     assert expected["aborted_future"] == "error"
 
@@ -148,7 +139,7 @@ def _isolated(lib, root):
 
 
 def test_staged_writes_are_isolated_until_commit_as_in_tensorstore(tmp_path):
-    expected, actual = _both(_isolated, tmp_path)
+    expected, actual = with_each_library(_isolated, tmp_path)
     assert actual == expected
     assert expected["outside"] == np.zeros((4, 6)).tolist() and not expected["on_disk"]
     assert expected["after"][1] == [0, 5, 5, 5, 0, 0] and expected["after"][0][0] == 1
@@ -173,7 +164,7 @@ def _aborted(lib, root):
 
 
 def test_abort_drops_everything_as_in_tensorstore(tmp_path):
-    expected, actual = _both(_aborted, tmp_path)
+    expected, actual = with_each_library(_aborted, tmp_path)
     assert actual == expected
     assert expected["data"] == np.zeros((4, 6)).tolist() and expected["commit"] == "error"
 
@@ -211,7 +202,7 @@ def _context_managers(lib, root):
 
 
 def test_context_managers_commit_or_abort_as_in_tensorstore(tmp_path):
-    expected, actual = _both(_context_managers, tmp_path)
+    expected, actual = with_each_library(_context_managers, tmp_path)
     assert actual == expected
     assert expected["committed"][0] == 9 and expected["aborted"][0] == 9
     assert expected["async_data"] == [9, 11, 0]
@@ -235,7 +226,7 @@ def _created(lib, root, driver):
 
 @pytest.mark.parametrize("driver", ["zarr3", "zarr"])
 def test_create_in_a_transaction_is_staged_as_in_tensorstore(tmp_path, driver):
-    expected, actual = _both(_created, tmp_path, driver)
+    expected, actual = with_each_library(_created, tmp_path, driver)
     assert actual == expected
     assert not expected["on_disk"] and expected["outside_open"] == "error"
     assert expected["after"] == [1, 2, 3, 4]
@@ -258,7 +249,7 @@ def _resized(lib, root):
 
 
 def test_resize_through_a_bound_view_is_staged_as_in_tensorstore(tmp_path):
-    expected, actual = _both(_resized, tmp_path)
+    expected, actual = with_each_library(_resized, tmp_path)
     assert actual == expected
     assert expected["outside"] == (4, 6) and expected["after"] == (6, 6)
 
@@ -278,7 +269,7 @@ def _v2(lib, root):
 
 
 def test_zarr2_driver_transactions_match_tensorstore(tmp_path):
-    expected, actual = _both(_v2, tmp_path)
+    expected, actual = with_each_library(_v2, tmp_path)
     assert actual == expected
     assert expected["stored"] == [".zarray"] and np.sum(expected["after"]) == 63
 
@@ -301,7 +292,7 @@ def _sharded(lib, root):
 
 
 def test_partial_write_to_one_shard_matches_tensorstore(tmp_path):
-    expected, actual = _both(_sharded, tmp_path)
+    expected, actual = with_each_library(_sharded, tmp_path)
     assert actual == expected
     assert expected["after"][1][1:3] == [-1, -1] and expected["after"][3][3] == -2
 
@@ -339,7 +330,7 @@ def _conflicts(lib, root):
 
 
 def test_a_commit_keeps_what_other_writers_changed_as_tensorstore(tmp_path):
-    expected, actual = _both(_conflicts, tmp_path)
+    expected, actual = with_each_library(_conflicts, tmp_path)
     assert actual == expected
     assert expected["result1"] == [[1, 0, 0], [0, 0, 2]]
     assert expected["result2"] == [[1, 6, 0], [0, 5, 2]]
@@ -397,7 +388,7 @@ def _repeatable(lib, root):
 
 
 def test_repeatable_read_matches_tensorstore(tmp_path):
-    expected, actual = _both(_repeatable, tmp_path)
+    expected, actual = with_each_library(_repeatable, tmp_path)
     ts_data, data = expected.pop("data"), actual.pop("data")
     assert actual == expected
     assert expected["read_again"] == "error" and expected["commit"] == "error"
@@ -421,11 +412,15 @@ def _atomic(lib, root, kvstore):
     out["write2"] = _try(lambda: b[d[0, 1][3, 5]].write(1).result())
     out["commit"] = _try(t.commit_sync)
     out["data"] = m.read().result().tolist()
+
+    def assumed(t):
+        return lib.open(_spec(root, "m", kvstore=kvstore), transaction=t, context=context,
+                        assume_metadata=True, dtype="int32", shape=[4, 6],
+                        chunk_layout=lib.ChunkLayout(chunk_shape=[2, 3])).result()
+
     # With assume_metadata the metadata is not read: one chunk alone can be committed.
     t = lib.Transaction(atomic=True)
-    b = lib.open(_spec(root, "m", kvstore=kvstore), transaction=t, context=context,
-                 assume_metadata=True, dtype="int32", shape=[4, 6],
-                 chunk_layout=lib.ChunkLayout(chunk_shape=[2, 3])).result()
+    b = assumed(t)
     out["one_chunk"] = (_try(lambda: b[d[0, 1][0, 0]].write(3).result()),
                         _try(lambda: b[d[0, 1][1, 1]].write(3).result()))
     out["other_chunk"] = _try(lambda: b[d[0, 1][3, 5]].write(3).result())
@@ -434,9 +429,7 @@ def _atomic(lib, root, kvstore):
     out["data2"] = m.read().result().tolist()
     # A single chunk alone.
     t = lib.Transaction(atomic=True)
-    b = lib.open(_spec(root, "m", kvstore=kvstore), transaction=t, context=context,
-                 assume_metadata=True, dtype="int32", shape=[4, 6],
-                 chunk_layout=lib.ChunkLayout(chunk_shape=[2, 3])).result()
+    b = assumed(t)
     b[d[0, 1][0:2, 0:3]].write(4).result()
     out["commit3"] = _try(t.commit_sync)
     out["data3"] = m.read().result()[:2, :3].tolist()
@@ -445,7 +438,7 @@ def _atomic(lib, root, kvstore):
 
 @pytest.mark.parametrize("kvstore", ["file", "memory"])
 def test_atomic_transactions_match_tensorstore(tmp_path, kvstore):
-    expected, actual = _both(_atomic, tmp_path, kvstore)
+    expected, actual = with_each_library(_atomic, tmp_path, kvstore)
     assert actual == expected
     assert expected["data3"] == [[4] * 3] * 2
     if kvstore == "file":  # the chunk and zarr.json: refused at once, the transaction aborted
@@ -483,7 +476,7 @@ def _atomic_v2_and_creation(lib, root):
 
 
 def test_atomic_v2_and_creation_match_tensorstore(tmp_path):
-    expected, actual = _both(_atomic_v2_and_creation, tmp_path)
+    expected, actual = with_each_library(_atomic_v2_and_creation, tmp_path)
     assert actual == expected
     assert expected["v2_write"] == "error" and expected["v2_assumed"] == (None, None)
     assert expected["v2_data"][0][0] == 1 and expected["memory_data"][2][0] == 1
