@@ -166,3 +166,13 @@ def pytest_collection_modifyitems(items):
     unstable = [item.nodeid for item in items if " at 0x" in item.nodeid]
     if unstable:
         raise pytest.UsageError(f"test ids carry object addresses (give them a repr or ids=): {unstable[:3]}")
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    """A process that forks test workers (`_workers.Zygote`), one per test module."""
+    from _workers import Zygote
+
+    z = Zygote()
+    yield z
+    z.close()

@@ -117,10 +117,12 @@ def test_clean_removes_old_temp_files_of_killed_writers(capsys, hierarchy, tmp_p
         "removed": ["sub/plain/c/.1.0123456789abcde1.partial"], "moved_in": [],
         "older_than": 3600.0}
     assert not os.path.exists(old) and os.path.exists(young)
+    lock_file = os.path.join(hierarchy, "sub", ".zarrkit-lock." + "0" * 32)
+    open(lock_file, "wb").close()  # a group's lock file, left by a killed holder
     status, out, _ = run(capsys, "clean", f"{hierarchy}/sub", "--older-than", "0")
     assert status == 0 and out.splitlines() == [
-        "removed 1 temp file(s) of unfinished writes, older than 0 s",
-        "  plain/c/.2.0123456789abcde2.partial"]
+        "removed 2 leftover(s) of unfinished writes (temp files older than 0 s, lock files no "
+        "one holds)", f"  .zarrkit-lock.{'0' * 32}", "  plain/c/.2.0123456789abcde2.partial"]
     assert run(capsys, "verify", hierarchy)[0] == 0  # the data is untouched
     status, _, err = run(capsys, "clean", str(tmp_path / "nothing"))
     assert status == 2 and "no directory" in err

@@ -15,7 +15,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from _workers import Zygote
 
 import zarrkit
 from zarrkit.errors import SelectionError
@@ -26,13 +25,6 @@ needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 
 SHAPE, INNER = (32, 32), (4, 4)
 GRID = (SHAPE[0] // INNER[0], SHAPE[1] // INNER[1])  # 8 x 8 inner chunks in one shard
-
-
-@pytest.fixture(scope="module")
-def zygote():
-    z = Zygote()
-    yield z
-    z.close()
 
 
 def _start_at() -> float:

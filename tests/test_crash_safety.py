@@ -44,13 +44,6 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork and 
 MAX_DELAY = 0.1  # seconds a writer runs before it is killed (uniform from 1 ms)
 
 
-@pytest.fixture(scope="module")
-def zygote():
-    z = Zygote()
-    yield z
-    z.close()
-
-
 def _kill_after_delay(zygote: Zygote, rng: random.Random, progress: str, job: str,
                       **args: object) -> int:
     """Run `job` for a random moment, SIGKILL it, and return how many writes it completed."""

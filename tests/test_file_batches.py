@@ -494,9 +494,9 @@ def test_replace_after_its_lock_file_was_deleted_locks_the_new_one(tmp_path, one
     import shutil
     root = tmp_path / "root"
     store = FileStore(root)
-    store.set("a/zarr.json", b"{}")
+    store.set("a/zarr.json", b'{"node_type": "array"}')
     store.set("a/c/0", b"")
-    store.replace("a/c/0", b"0")  # opens the node's lock file and keeps it
+    store.replace("a/c/0", b"0")  # opens the array's lock file and keeps it
     lock_file = root / "a" / ".zarrkit-locks" / "keys.lock"
     held = store._lock_files["a/"]._state[0]
     assert os.path.samestat(os.fstat(held), lock_file.stat())

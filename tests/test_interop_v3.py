@@ -774,11 +774,11 @@ def test_zarrkit_hierarchy_read_by_zarr_python_and_tensorstore(tmp_path):
     root.create_array("flat", shape=(3,), dtype="bool", chunks=(2,))[:] = [True, False, True]
     arr[3, 4:7] = data[3, 4:7] = [7, 8, 9]  # read-modify-write: takes the store's locks
     g.attrs["m"] = None
-    # zarrkit's lock files, in the directories of the nodes locked, do not confuse peers
-    assert (tmp_path / "x" / ".zarrkit-locks").is_dir()
+    # zarrkit's lock files: in arrays' directories, none in groups' (peers list those)
+    assert not (tmp_path / "x" / ".zarrkit-locks").exists()
     assert (tmp_path / "x" / "y" / "data" / ".zarrkit-locks").is_dir()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("error")
         theirs = zarr.open_group(str(tmp_path), mode="r")
         assert theirs.attrs.asdict() == {"title": "root"}
         assert sorted(k for k, _ in theirs.members()) == ["flat", "x"]

@@ -1,7 +1,8 @@
-"""File-store locks live in the nearest node's directory (`<node>/.zarrkit-locks/keys.lock`), so
+"""File-store locks live in the nearest node's directory (an array's in
+`<array>/.zarrkit-locks/keys.lock`, a group's documents' in lock files deleted after use), so
 processes that open one hierarchy at different roots (`t.zarr` with path "a", and `t.zarr/a`)
-lock the same bytes and lose no update; the lock directories of nodes stay out of listings and
-go with their node."""
+lock the same bytes and lose no update; the lock directories of arrays stay out of listings and
+go with their array."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import time
 
 import numpy as np
 import pytest
-from _workers import Zygote
 from test_kvstore_file import _lock_and_report
 
 import zarrkit
@@ -22,13 +22,6 @@ from zarrkit.kvstore import file as file_store
 from zarrkit.kvstore.file import LOCK_DIR, FileStore
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-
-
-@pytest.fixture(scope="module")
-def zygote():
-    z = Zygote()
-    yield z
-    z.close()
 
 
 def _other_process_waits(root, key: str, holder: FileStore, held_key: str) -> bool:
@@ -76,7 +69,10 @@ def test_locks_of_a_node_live_in_its_directory_and_stay_out_of_listings(tmp_path
         with store.lock(key):
             pass
     assert sorted(os.listdir(root / "a" / LOCK_DIR)) == ["keys.lock"]
-    assert (root / LOCK_DIR).is_dir() and not (root / "plain" / LOCK_DIR).exists()
+    # The root is a group: its document's lock file is gone, and a plain directory below a
+    # group holds no array's keys (its keys are locked in the process only).
+    assert sorted(os.listdir(root)) == ["a", "plain", "zarr.json"]
+    assert not (root / "plain" / LOCK_DIR).exists()
     assert sorted(store.list_prefix("")) == ["a/zarr.json", "zarr.json"]
     assert store.list_dir("a/") == (["zarr.json"], [])
     g = zarrkit.open_group(root, mode="r")
@@ -94,7 +90,7 @@ def test_a_v2_array_is_a_node_too(tmp_path):
 def test_the_lock_directory_is_reserved_at_any_depth(tmp_path):
     store = FileStore(tmp_path)
     for key in (f"a/{LOCK_DIR}/keys.lock", f"a/b/{LOCK_DIR}", f"{LOCK_DIR}/x"):
-        with pytest.raises(InvalidKeyError, match="is reserved"):
+        with pytest.raises(InvalidKeyError, match="are the store's lock files"):
             store.set(key, b"x")
     store.set(f"a/{LOCK_DIR}x/k", b"ok")  # only the exact segment is reserved
     assert store.get(f"a/{LOCK_DIR}x/k") == b"ok"
@@ -109,7 +105,7 @@ def test_deleting_a_node_takes_its_lock_directory_with_it(tmp_path):
     assert (root / "a" / LOCK_DIR).is_dir()
     del g["a"]
     assert not (root / "a").exists()
-    assert (root / LOCK_DIR).is_dir()  # the root's stays
+    assert os.listdir(root) == ["zarr.json"]  # a group keeps no lock file
 
 
 def test_remove_temp_files_leaves_nested_lock_directories_alone(tmp_path):
@@ -280,16 +276,16 @@ def test_a_home_found_while_a_node_is_made_is_not_remembered(tmp_path):
     root = tmp_path / "t.zarr"
     store = FileStore(root)
     store.set("zarr.json", b"{}")
-    real_is_node = store._is_node
+    real_node_kind = store._node_kind
 
-    def is_node_while_made(rel):
-        found = real_is_node(rel)
+    def node_kind_while_made(rel):
+        found = real_node_kind(rel)
         if rel == "a":
             store.set("a/zarr.json", b"{}")  # another thread makes the node meanwhile
         return found
-    store._is_node = is_node_while_made
+    store._node_kind = node_kind_while_made
     store._lock_home("a/c/0")
-    store._is_node = real_is_node
+    store._node_kind = real_node_kind
     assert store._lock_home("a/c/0") == "a/"
 
 

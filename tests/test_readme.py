@@ -305,6 +305,9 @@ def _check_xarray(ns, values, out, work):
     assert copy.zarr_format == 3 and copy["t2m"].chunks == (1, 721, 1440)
     zp = values['xr.open_zarr("copy.zarr")']
     np.testing.assert_array_equal(zp["t2m"].values, ERA5)
+    grown = zarrkit.open_group(str(work / "copy.zarr"), mode="r")["t2m"]  # append_dim="time"
+    assert grown.shape == (3, 7, 14)
+    np.testing.assert_array_equal(grown[2], ERA5[-1])
 
 
 EXAMPLES = [
@@ -1263,7 +1266,7 @@ def test_command_line_block_runs(tmp_path, monkeypatch, remote, capsys):
     np.testing.assert_array_equal(copy[...], data)
     assert zarrkit.open("v3.zarr").zarr_format == 3
     assert json.loads(outputs["verify"])["ok"] is True
-    assert not killed.exists() and "removed 1 temp file" in outputs["clean"]
+    assert not killed.exists() and "removed 1 leftover(s) of unfinished writes" in outputs["clean"]
     assert zarrkit.open("demo.zarr").shards is not None and "values match" in outputs["demo"]
 
 

@@ -426,8 +426,8 @@ def _clean(args: argparse.Namespace) -> int:
         print(json.dumps({"removed": removed, "moved_in": replacements["moved in"],
                           "older_than": args.older_than}, indent=2))
         return 0
-    print(f"removed {len(removed)} temp file(s) of unfinished writes, "
-          f"older than {args.older_than:g} s")
+    print(f"removed {len(removed)} leftover(s) of unfinished writes (temp files older than "
+          f"{args.older_than:g} s, lock files no one holds)")
     for name in removed:
         print(f"  {name}")
     for name in replacements["moved in"]:
@@ -471,8 +471,9 @@ def _newest_change(path: str) -> float:
 
 
 def add_clean_command(sub: Any) -> None:
-    p = sub.add_parser("clean", help="delete the temp files writers killed mid-write left in a "
-                                     "local directory, and finish or clear their replacements")
+    p = sub.add_parser("clean", help="delete the temp files (and groups' lock files) writers "
+                                     "killed mid-write left in a local directory, and finish "
+                                     "or clear their replacements")
     p.add_argument("path")
     p.add_argument("--older-than", type=float, default=3600.0, metavar="SECONDS",
                    help="only files last modified this long ago: a younger one may belong to "

@@ -5,7 +5,9 @@ The output follows xarray's Zarr conventions, so `xr.open_zarr` (zarr-python) an
 names as v3 `dimension_names` (v2: the `_ARRAY_DIMENSIONS` attribute), v3 fill values in the
 array metadata with a `_FillValue` attribute as xarray encodes it (base64 for floats; v2:
 `fill_value` is `_FillValue`), and consolidated metadata at the root. Dask-backed variables
-are written in parallel, shard-aligned (see `zarrkit.dask.from_dask`).
+are written in parallel, shard-aligned (see `zarrkit.dask.from_dask`). xarray's modes on
+existing stores (`append_dim`, `region`, "a", "a-", "r+") and their checks are in
+`xarray_modes`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .group import Group, finished_after, finished_node, open_node
 from .kvstore import open_kvstore
 from .metadata.json import storable_attributes
 from .metadata.names import normalize_path, validate_node_name
+from .xarray_modes import choose_mode, plan_existing, resolve_region, store_into
 
 DIMENSIONS_ATTRIBUTE = "_ARRAY_DIMENSIONS"
 #: Encoding keys passed on to `create`; xarray's own (e.g. "preferred_chunks") are dropped.
@@ -155,73 +158,154 @@ def _store_values(array: Array, data: Any, compute: bool) -> Any:
     return None
 
 
-def _plan_dataset(group_path: str, ds: Any, encoding: dict[str, Any],
-                  zarr_format: int) -> tuple[dict[str, Any], list[_Planned]]:
-    """A node's group attributes and its variables, all validated before any write."""
+class _Node(NamedTuple):
+    """One group's writes, all checked: its attributes, new arrays and existing ones."""
+
+    path: str  # relative to the written group ("" for it)
+    attrs: dict[str, Any]
+    new: list[_Planned]
+    existing: list[Any]  # xarray_modes.Existing
+
+
+class _Options(NamedTuple):
+    mode: str
+    zarr_format: int
+    append_dim: Any
+    region: Any
+    encoding: dict[str, dict[str, Any]]
+
+
+def _plan_node(path: str, group_path: str, ds: Any, stored: Group | None,
+               options: _Options) -> _Node:
+    """A node's group attributes and its variables, all validated before any write: new
+    variables as new arrays, existing ones (modes "a", "a-", "r+") as writes into them."""
     from xarray import conventions
 
+    region = None
+    if options.region is not None:
+        region = resolve_region(ds, options.region, options.mode, options.append_dim, stored)
+        ds = ds.drop_vars(list(ds.indexes))  # as xarray: region writes leave indexes alone
+    arrays = dict(stored.arrays()) if stored is not None else {}
+    _check_against_store(ds, stored, arrays, options, region)
     variables, attrs = conventions.encode_dataset_coordinates(ds)
     group_attrs = storable_attributes({k: _json_attr(v) for k, v in attrs.items()},
                                       f"group {group_path or '/'!r}")
-    planned = []
+    new, existing = [], []
     for name, var in variables.items():
-        user = dict(encoding.get(name, {}))
-        unknown = set(user) - set(_CREATE_KEYS) - set(_CF_KEYS) - {"fill_value"}
-        if unknown:
-            raise SpecError(f"variable {name!r}: unsupported encoding {sorted(unknown)} "
-                            f"(supported: {', '.join(_CREATE_KEYS + _CF_KEYS)}, fill_value)")
-        cf = {k: user.pop(k) for k in _CF_KEYS if k in user}
-        if cf:  # for xarray's CF coders, in encode_zarr_variable
-            var = var.copy(deep=False)
-            var.encoding.update(cf)
-        planned.append(_plan_variable(group_path, str(name), var, user, zarr_format))
-    return group_attrs, planned
+        if str(name) not in arrays:
+            new.append(_plan_new(group_path, str(name), var, options))
+            continue
+        planned = plan_existing(str(name), var, arrays[str(name)], region, options.append_dim)
+        if options.mode != "a-" or options.append_dim is None or options.append_dim in var.dims:
+            existing.append(planned)  # "a-" leaves the variables without append_dim alone
+    return _Node(path, group_attrs, new, existing)
 
 
-def _write_node(group: Group, attrs: dict[str, Any], planned: list[_Planned],
-                compute: bool) -> list[Any]:
-    if attrs:
-        group.attrs.update(attrs)
+def _check_against_store(ds: Any, stored: Group | None, arrays: dict[str, Array],
+                         options: _Options, region: dict[str, slice] | None) -> None:
+    """xarray's refusals of a dataset that does not fit the stored group."""
+    from .xarray_backend import dimensions
+
+    where = f"group {stored.path or '/'!r}" if stored is not None else "the new group"
+    taken = set(options.encoding) & set(arrays)
+    if taken:
+        raise SpecError(f"to_zarr: variables {sorted(taken)} already exist in {where}, so "
+                        "their encoding is the stored one: give no encoding for them")
+    names = [str(k) for k in ds.variables]
+    added = [n for n in names if n not in arrays]
+    if added and (options.mode == "r+" or region is not None):
+        why = "mode 'r+' only writes" if options.mode == "r+" else "a region write goes"
+        raise SpecError(f"to_zarr: variables {added} are not in {where}; {why} into existing "
+                        "arrays (mode 'a' without region adds variables)")
+    groups = [n for n in added if stored is not None and n in stored.group_keys()]
+    if groups:
+        raise NodeTypeError(f"to_zarr: {where} has groups named {groups}, not arrays")
+    dim = options.append_dim
+    if dim is not None and dim not in arrays and \
+            not any(dim in dimensions(a) for a in arrays.values()):
+        raise SpecError(f"to_zarr: append_dim={dim!r} is not a dimension of any array in "
+                        f"{where}")
+
+
+def _plan_new(group_path: str, name: str, var: Any, options: _Options) -> _Planned:
+    user = dict(options.encoding.get(name, {}))
+    unknown = set(user) - set(_CREATE_KEYS) - set(_CF_KEYS) - {"fill_value"}
+    if unknown:
+        raise SpecError(f"variable {name!r}: unsupported encoding {sorted(unknown)} "
+                        f"(supported: {', '.join(_CREATE_KEYS + _CF_KEYS)}, fill_value)")
+    cf = {k: user.pop(k) for k in _CF_KEYS if k in user}
+    if cf:  # for xarray's CF coders, in encode_zarr_variable
+        var = var.copy(deep=False)
+        var.encoding.update(cf)
+    return _plan_variable(group_path, name, var, user, options.zarr_format)
+
+
+def _write_node(group: Group, node: _Node, mode: str, compute: bool) -> list[Any]:
+    if mode in ("a", "a-"):
+        group.attrs.put(node.attrs)  # as xarray: the dataset's attributes replace the group's
+    elif mode != "r+" and node.attrs:
+        group.attrs.update(node.attrs)
+    for e in node.existing:  # appends grow first (xarray also resizes eagerly)
+        if e.shape != e.array.shape:
+            e.array.resize(e.shape)
     pending = []
-    for p in planned:
+    for p in node.new:
         array = create_array_from_metadata(group.store, p.path, p.metadata,
                                            write_empty_chunks=p.write_empty_chunks)
         pending.append(_store_values(array, p.data, compute))
+    pending += [store_into(e.array, e.data, e.selection, compute) for e in node.existing]
     return [p for p in pending if p is not None]
 
 
-def to_zarr(data: Any, where: Any = None, *, group: str | None = None, mode: str = "w-",
-            zarr_format: int = 3, encoding: dict[str, dict[str, Any]] | None = None,
-            consolidated: bool = True, compute: bool = True,
-            storage_options: dict[str, Any] | None = None) -> Any:
-    """Write an `xarray.Dataset` (or `DataTree`) to a new Zarr group at `where`.
+def to_zarr(data: Any, where: Any = None, *, group: str | None = None, mode: str | None = None,
+            zarr_format: int | None = None, encoding: dict[str, dict[str, Any]] | None = None,
+            consolidated: bool = True, compute: bool = True, append_dim: Any = None,
+            region: Any = None, storage_options: dict[str, Any] | None = None) -> Any:
+    """Write an `xarray.Dataset` (or `DataTree`) as a Zarr group at `where`, with the modes of
+    xarray's `Dataset.to_zarr`.
 
-    `mode`: "w-" fails if something exists there, "w" replaces it. `encoding` maps variable
-    names to `chunks`, `shards`, `compressors`, `fill_value`, `dtype`, ... `consolidated`
-    writes consolidated metadata at the root (what `xr.open_zarr` looks for first).
-    Every variable (data type, encoding, attributes) is checked before anything is written or
-    replaced, so a refused one leaves the target as it was.
+    `mode`: "w-" creates (fails if something exists there), "w" replaces, "a" adds variables
+    and overwrites existing ones (creating the group if missing), "a-" as "a" but with
+    `append_dim` leaves the existing variables without that dimension alone, "r+" only writes
+    values into existing variables. The default is "a" with `append_dim`, "r+" with `region`,
+    else "w-". `append_dim` grows every variable having it along it (the other sizes must
+    match the stored ones); `region` (`{dim: slice | "auto"}` or "auto", found from the stored
+    coordinates) writes into a part of the existing arrays, and needs every variable to have
+    one of its dimensions (indexes are not written). Existing variables keep their stored
+    encoding (new times take its units and calendar); `encoding` for them is refused.
+    `encoding` maps new variable names to `chunks`, `shards`, `compressors`, `fill_value`,
+    `dtype`, ... `zarr_format` defaults to the existing group's, else 3. `consolidated` writes
+    consolidated metadata at the root (what `xr.open_zarr` looks for first); mode "r+" changes
+    no metadata.
+    Every variable (data type, encoding, dimensions, sizes, attributes) is checked before
+    anything is written or replaced, so a refused call leaves the target as it was.
     Returns the root group, or with `compute=False` a dask object whose computation writes the
-    dask-backed variables.
+    dask-backed variables (metadata, appends' new shapes included, is written at once).
     """
     import xarray as xr
 
-    if mode not in ("w", "w-"):
-        raise SpecError(f"to_zarr: mode must be 'w' or 'w-', got {mode!r}")
-    zarr_format = formats.check_format(zarr_format) or 3
+    mode = choose_mode(mode, append_dim, region)
+    tree = data if isinstance(data, xr.DataTree) else None
+    if tree is not None and append_dim is not None:
+        raise SpecError("to_zarr: append_dim is not supported for a DataTree (nor by xarray); "
+                        "append to each of its groups with group=")
+    zarr_format = formats.check_format(zarr_format)
     store, base = open_kvstore(where if where is not None else "memory://", read_only=False,
                                storage_options=storage_options)
     root_path = normalize_path("/".join(p for p in (base, group) if p))
-    tree = data if isinstance(data, xr.DataTree) else None
-    plans = [(path, *_plan_dataset(storage.join(root_path, path) if path else root_path,
-                                   node_ds, encoding or {}, zarr_format))
+    existing = _existing_group(store, root_path, mode, zarr_format)
+    zarr_format = existing.zarr_format if existing is not None else zarr_format or 3
+    options = _Options(mode, zarr_format, append_dim, region, encoding or {})
+    nodes = [_plan_node(path, storage.join(root_path, path) if path else root_path, node_ds,
+                        _stored_child(existing, path, mode), options)
              for path, node_ds in (_tree_items(tree) if tree is not None else [("", data)])]
-    root = api.open_group(store, mode=mode, path=root_path, zarr_format=zarr_format)
+    root = existing if existing is not None else api.open_group(
+        store, mode="a" if mode == "a-" else mode, path=root_path, zarr_format=zarr_format)
     pending = []
-    for path, attrs, planned in plans:
-        node_group = root.require_group(path) if path else root
-        pending += _write_node(node_group, attrs, planned, compute)
-    if consolidated:
+    for node in nodes:
+        node_group = root.require_group(node.path) if node.path else root
+        pending += _write_node(node_group, node, mode, compute)
+    if consolidated and mode != "r+":
         root = _consolidate(store, normalize_path(base), root)
     if pending and not compute:
         import dask
@@ -229,6 +313,37 @@ def to_zarr(data: Any, where: Any = None, *, group: str | None = None, mode: str
         # The store is finished (a zip archive written) once the pending writes are done.
         return dask.delayed(finished_after)(pending, root, where, storage_options)
     return finished_node(root, where, storage_options=storage_options)
+
+
+def _existing_group(store: Any, path: str, mode: str, zarr_format: int | None) -> Group | None:
+    """The group modes "a", "a-" and "r+" write into (None: "a" creates it), read without
+    consolidated metadata, which another writer may have left stale."""
+    if mode in ("w", "w-"):
+        return None
+    if not storage.node_exists(store, path):
+        if mode == "r+":
+            raise NodeNotFoundError(f"to_zarr: mode 'r+' writes into an existing group, and "
+                                    f"there is none at {path or '/'!r}")
+        return None
+    return api.open_group(store, mode="r+", path=path, zarr_format=zarr_format,
+                          use_consolidated=False)
+
+
+def _stored_child(root: Group | None, path: str, mode: str) -> Group | None:
+    """The existing group at `path` below `root` (a DataTree node), if any; mode "r+" needs
+    it."""
+    if root is None or not path:
+        return root
+    try:
+        node = root[path]
+    except KeyError:
+        if mode == "r+":
+            raise NodeNotFoundError(f"to_zarr: mode 'r+' writes into existing groups, and "
+                                    f"{root.path or ''}/{path} is none") from None
+        return None
+    if not isinstance(node, Group):
+        raise NodeTypeError(f"to_zarr: {node.name} is an array, where the DataTree has a group")
+    return node
 
 
 def _consolidate(store: Any, base: str, written: Group) -> Group:

@@ -19,15 +19,21 @@ Key "a/b/c" is the file `<root>/a/b/c`. Design points:
   with O_PATH where there is one: the same checks, without needing permission to read the value.
   Links that stay inside the root are followed (reads, writes, listings), except by
   `delete_prefix`, which removes a link to a directory itself, never the files it leads to.
-* `lock(key)` / `lock_shared(key)` combine a per-key thread lock with a lock between processes:
-  on Linux an open-file-description lock on one byte (at a hash of the key's path below its
-  node; consecutive bytes for consecutive chunk numbers, so `replace_many` locks a run of chunks
-  at once) of the file `<node>/.zarrkit-locks/keys.lock`, so locking every chunk written creates
-  no files; elsewhere `fcntl.flock` on `<node>/.zarrkit-locks/<hash>.lock`. `<node>` is the
-  nearest directory at or above the key's, inside the root, that holds Zarr metadata (the root
-  when none does): processes that opened the store at different roots (`t.zarr` and
-  `t.zarr/a`) still lock the same byte. Lock files are not deleted while their node exists
-  (deleting them would let two processes lock different files for the same key).
+* `lock(key)` / `lock_shared(key)` combine a per-key thread lock with a lock between processes,
+  kept in the key's `<node>`: the nearest directory at or above the key's, inside the root, that
+  holds Zarr metadata (the root when none does), so processes that opened the store at
+  different roots (`t.zarr` and `t.zarr/a`) take the same lock.
+  - An array's keys (chunks, metadata): on Linux an open-file-description lock on one byte (at
+    a hash of the key's path below the array; consecutive bytes for consecutive chunk numbers,
+    so `replace_many` locks a run of chunks at once) of `<array>/.zarrkit-locks/keys.lock`, so
+    locking every chunk written creates no files; elsewhere `fcntl.flock` on
+    `<array>/.zarrkit-locks/<hash>.lock`. These files are not deleted while the array exists
+    (deleting them would let two processes lock different files for the same key).
+  - Any other node's keys (a group's metadata, nodes being made): `flock` on a file
+    `<node>/.zarrkit-lock.<hash>` that exists only while held. A group lists its members by
+    its directory's entries, and other libraries warn about (or trip over) any entry that is
+    not one, so a group keeps no lock file: the last holder deletes it while still holding it,
+    and a taker that finds its file gone from the name after waiting starts over.
   `process_locks=False` (a spec's `file_io_locking` mode "none" or "non_atomic") keeps the
   thread locks only: no lock file is looked for, opened or made.
 * The hot paths use plain string joins and raw descriptors: a small chunk read is one openat2,
@@ -43,6 +49,7 @@ import fcntl
 import functools
 import hashlib
 import itertools
+import json
 import os
 import re
 import stat
@@ -81,9 +88,16 @@ from .base import (
 )
 
 LOCK_DIR = ".zarrkit-locks"
+#: Names of the lock files of groups' keys, which exist while held (`.zarrkit-lock.<hash>`).
+LOCK_FILE_PREFIX = ".zarrkit-lock."
 #: Files whose presence makes a directory a Zarr node (v3; v2 array, group): locks live in the
 #: nearest node's directory, the same for every process whatever root it opened the store at.
 _NODE_FILES = ("zarr.json", ".zarray", ".zgroup")
+#: Documents of a node: outside arrays, their locks are lock files of their own.
+_DOCUMENTS = frozenset(_NODE_FILES + (".zattrs", ".zmetadata"))
+#: How a key is locked between processes (see the module's docstring): a byte of its node's
+#: range lock file, a lock file of its own, or not at all (the thread lock alone).
+RANGE, OWN_FILE, THREADS = "range", "own file", "threads"
 #: Nodes whose lock file description a store keeps open; locks in further nodes open their own.
 _MAX_LOCK_FILES = 64
 #: Key directories whose node a store remembers (then it forgets them all and looks again).
@@ -115,6 +129,10 @@ _TEMP_SUFFIX = ".partial"
 _TEMP_RE = re.compile(r"\..*\.[0-9a-f]{16}\.partial\Z", re.DOTALL)
 # A directory removed by a concurrent delete between our mkdir and our create is retried.
 _WRITE_ATTEMPTS = 16
+
+
+def _is_lock_name(name: str) -> bool:
+    return name == LOCK_DIR or name.startswith(LOCK_FILE_PREFIX)
 
 
 def _is_temp_name(name: str) -> bool:
@@ -221,14 +239,18 @@ class FileStore(KvStore):
         self._base = root if root.endswith("/") else root + "/"
         self._real_root = os.path.realpath(root)
         self._real_base = self._real_root.rstrip("/") + "/"
-        self._homes: dict[str, str] = {}  # key directory -> its node ("" or "<dir>/")
+        # key directory -> (its node: "" or "<dir>/", True: an array, False: another, None:
+        # no node up to the root)
+        self._homes: dict[str, tuple[str, bool | None]] = {}
+        self._kinds: dict[str, tuple[Any, bool]] = {}  # node -> (zarr.json's stamp, is array)
         self._lock_files: dict[str, _ProcessLockFile] = {}  # node -> its lock file
 
     # -- key → path, and the escape checks ---------------------------------------------------
     def _path(self, key: str) -> str:
         validate_key(key)
-        if LOCK_DIR in key and LOCK_DIR in key.split("/"):
-            raise InvalidKeyError(f"invalid store key {key!r}: {LOCK_DIR!r} is reserved")
+        if LOCK_FILE_PREFIX[:-1] in key and any(map(_is_lock_name, key.split("/"))):
+            raise InvalidKeyError(f"invalid store key {key!r}: {LOCK_DIR!r} and names starting "
+                                  f"with {LOCK_FILE_PREFIX!r} are the store's lock files")
         if os.name == "nt" and ":" in key:  # no file name there holds one ("C:x": a drive)
             raise InvalidKeyError(f"invalid store key {key!r}: ':' is not allowed in Windows "
                                   "file names")
@@ -522,7 +544,7 @@ class FileStore(KvStore):
         children = []
         for entry in entries:
             name = entry.name
-            if name[0] == "." and (_is_temp_name(name) or name == LOCK_DIR):
+            if name[0] == "." and (_is_temp_name(name) or _is_lock_name(name)):
                 continue
             if entry.is_symlink():
                 kind, child_real = self._symlink_kind(entry.path, seen)
@@ -568,7 +590,7 @@ class FileStore(KvStore):
         held = _HeldDir()
         batch = _file_batch.BatchWriter(self, held, _temp_name) if _file_batch.AVAILABLE else None
         try:
-            for run in _lock_runs(keys, self._lock_home) if self.lock_whole_writes else [keys]:
+            for run in _lock_runs(keys, self._lock_place) if self.lock_whole_writes else [keys]:
                 with _KeyLock(self, run) if self.lock_whole_writes else nullcontext():
                     try:
                         for key in run:
@@ -761,7 +783,7 @@ class FileStore(KvStore):
             if moves and not os.path.isdir(os.path.dirname(target)):
                 self._make_dirs(os.path.dirname(target), new)
         else:
-            names = [n for n in os.listdir(source) if n != LOCK_DIR]
+            names = [n for n in os.listdir(source) if not _is_lock_name(n)]
             moves = [(f"{source}/{n}", self._base + n) for n in names]
             if any(os.path.lexists(t) for _, t in moves):
                 return False
@@ -861,42 +883,92 @@ class FileStore(KvStore):
         return _KeyLock(self, (key,), shared=True)
 
     def _lock_home(self, key: str) -> str:
-        """The node whose lock file holds `key`'s lock: the nearest directory at or above the
-        key's, inside the root, holding Zarr metadata ("" for the root, else "<dir>/"), or the
-        root when none does. Remembered per key directory: a node's chunks are written after
-        its metadata, and nodes are not made over into plain directories while in use."""
+        return self._node_of(key)[0]
+
+    def _lock_place(self, key: str) -> tuple[str, str]:
+        """The node whose directory holds `key`'s lock, and how the key is locked: RANGE in
+        an array, or up to the root without a node (a plain key/value store); a document
+        elsewhere (a group's, a node's being made) OWN_FILE, which is deleted after use since
+        other libraries take any entry of a group's directory for a member; other keys of
+        groups (chunks of an array not made yet) THREADS: other processes cannot find them
+        before the node's document exists, whose own lock excludes other makers."""
+        home, kind = self._node_of(key)
+        if kind is True:
+            return home, RANGE
+        if key.rpartition("/")[2] in _DOCUMENTS:
+            return home, OWN_FILE
+        return home, THREADS if kind is False else RANGE
+
+    def _node_of(self, key: str) -> tuple[str, bool | None]:
+        """The nearest directory at or above the key's, inside the root, holding Zarr metadata
+        ("" for the root, else "<dir>/"), or the root when none does; and whether that node is
+        an array (True), another node (False) or no node (None: the root without metadata).
+        Remembered per key directory: a node's chunks are written after its metadata, and nodes
+        are not made over into plain directories while in use."""
         homes = self._homes  # replaced (not cleared) when a node is made or deleted: see _set
         rel = key.rpartition("/")[0]
-        home = homes.get(rel)
-        if home is not None:
-            return home
+        place = homes.get(rel)
+        if place is not None:
+            return place
         walked = []
-        while rel and home is None:
+        while rel and place is None:
             walked.append(rel)
-            if self._is_node(rel):
-                home = rel + "/"
+            kind = self._node_kind(rel)
+            if kind is not None:
+                place = (rel + "/", kind)
             else:
                 rel = rel.rpartition("/")[0]
-                home = homes.get(rel)
+                place = homes.get(rel)
+        if place is None:  # the root: its own answer is remembered too
+            place = ("", self._node_kind(""))
+            walked.append("")
         if len(homes) > _MAX_HOMES:
             homes.clear()
         for rel in walked:
-            homes[rel] = home or ""
-        return home or ""
+            homes[rel] = place
+        return place
 
-    def _is_node(self, rel: str) -> bool:
-        """Whether the directory `rel` holds Zarr metadata, looked up as values are: metadata
+    def _node_kind(self, rel: str) -> bool | None:
+        """Whether the directory `rel` holds an array (True), another node (False) or no Zarr
+        metadata (None), by the first of its `_NODE_FILES`, looked up as values are: metadata
         resolving outside the root (through a link) is not looked at and makes no node (the
-        key's own access is refused, naming it), nor does one that cannot be opened."""
+        key's own access is refused, naming it), nor does one that cannot be opened. zarr.json
+        is read (once per version of it) for its node type; unreadable, it is no array's."""
         for name in _NODE_FILES:
+            key = f"{rel}/{name}" if rel else name
+            flags = _READ_FLAGS if name == "zarr.json" else _STAT_FLAGS
             try:
-                opened = self._open_value(rel + "/" + name, _STAT_FLAGS)
-            except (InvalidKeyError, OSError):
+                opened = self._open_value(key, flags)
+            except InvalidKeyError:
+                continue
+            except OSError as exc:
+                if name == "zarr.json" and exc.errno in (errno.EACCES, errno.EPERM):
+                    return False
                 continue
             if opened is not None:
-                os.close(opened[0])
-                return True
-        return False
+                fd, st = opened
+                try:
+                    return name == ".zarray" or name == "zarr.json" and self._is_array_doc(
+                        rel, fd, st)
+                finally:
+                    os.close(fd)
+        return None
+
+    def _is_array_doc(self, rel: str, fd: int, st: os.stat_result) -> bool:
+        stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        known = self._kinds.get(rel)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        try:
+            data = pread_exact(fd, st.st_size, 0)
+            # A group's document mentions "array" only when it consolidates its members.
+            is_array = b'"array"' in data and json.loads(data).get("node_type") == "array"
+        except (OSError, ValueError, AttributeError, RecursionError):
+            is_array = False
+        if len(self._kinds) > _MAX_HOMES:
+            self._kinds.clear()
+        self._kinds[rel] = (stamp, is_array)
+        return is_array
 
     def _process_lock_file(self, home: str) -> _ProcessLockFile | None:
         """This process's description of `home`'s lock file, or None when the store keeps
@@ -905,6 +977,19 @@ class FileStore(KvStore):
         if lock_file is None and len(self._lock_files) < _MAX_LOCK_FILES:
             lock_file = self._lock_files.setdefault(home, _ProcessLockFile(self, home))
         return lock_file
+
+    def _open_node_dir(self, key: str, home: str) -> int:
+        """A descriptor of the node directory `home` (made if missing: the root, before any
+        write), checked to be inside the root."""
+        path = self._base + home
+        dir_fd = self._open_checked(path, _DIR_FLAGS, key, allow_root=True)
+        if dir_fd is None:
+            self._check_path(path, key, allow_root=True)
+            os.makedirs(path, exist_ok=True)
+            dir_fd = self._open_checked(path, _DIR_FLAGS, key, allow_root=True)
+            if dir_fd is None:
+                raise FileNotFoundError(errno.ENOENT, "node directory vanished", path)
+        return dir_fd
 
     def _open_lock_file(self, key: str, home: str) -> int:
         name = _RANGE_LOCK_FILE if _OFD_SETLKW is not None else \
@@ -932,7 +1017,8 @@ class FileStore(KvStore):
         """Delete the temp files of writes that never finished (a writer killed mid-write leaves
         its `.<name>.<random>.partial` behind; a finished write renames it over the target), if
         last modified more than `older_than` seconds ago: a younger one may belong to a write in
-        progress. Returns their paths relative to the root. Links are not followed."""
+        progress; and the lock files of groups' documents that no one holds (a holder killed
+        leaves its own). Returns their paths relative to the root. Links are not followed."""
         self._check_writable("<temp files>")
         if isinstance(older_than, bool) or not isinstance(older_than, (int, float)) \
                 or not older_than >= 0:  # also refuses NaN
@@ -944,7 +1030,8 @@ class FileStore(KvStore):
                     dirs.remove(LOCK_DIR)
                 removed += [os.path.relpath(os.path.join(top, name), self._real_root)
                             for name in files
-                            if _is_temp_name(name) and _unlink_if_older(name, dir_fd, cutoff)]
+                            if _is_temp_name(name) and _unlink_if_older(name, dir_fd, cutoff)
+                            or name.startswith(LOCK_FILE_PREFIX) and _unlink_if_free(name, dir_fd)]
         except OSError as exc:
             where = f" ({exc.filename!r})" if exc.filename else ""
             raise StoreError(exc.errno, f"cannot remove temp files in file store {self.root!r}: "
@@ -1052,23 +1139,26 @@ def _hash62(text: str) -> int:
 
 #: Times a lock starts over on a lock file deleted under it (`_KeyLock._lock`).
 _RELOCK_ATTEMPTS = 8
+#: Lock files of their own deleted by their holder under a waiter before it gives up (each
+#: deletion is another holder's lock taken and released: progress, not a fault).
+_OWN_FILE_ATTEMPTS = 100_000
 #: The most keys one range lock of a batch holds: the others wait for the batch at most this long.
 _MAX_RUN = 256
 
 
-def _lock_runs(keys: Sequence[str], home_of: Callable[[str], str] = lambda key: ""
-               ) -> list[Sequence[str]]:
-    """`keys` cut into runs whose lock bytes are consecutive and ascending in one lock file
-    (`home_of` a key: its node), so that each run is one range lock. Runs are taken one at a
-    time and always in ascending order within a run, which cannot deadlock with single-key
-    holders or other batches."""
+def _lock_runs(keys: Sequence[str], place_of: Callable[[str], tuple[str, str]] = lambda key:
+               ("", RANGE)) -> list[Sequence[str]]:
+    """`keys` cut into runs whose lock bytes are consecutive and ascending in one range lock
+    file (`place_of` a key: its node, and how it is locked), so that each run is one range
+    lock. Runs are taken one at a time and always in ascending order within a run, which cannot
+    deadlock with single-key holders or other batches."""
     if _OFD_SETLKW is None:
         return [(key,) for key in keys]
     runs: list[Sequence[str]] = []
     start, previous, previous_home = 0, -2, ""
     for i, key in enumerate(keys):
-        home = home_of(key)
-        offset = _range_offset(key[len(home):])
+        home, how = place_of(key)
+        offset = _range_offset(key[len(home):]) if how == RANGE else -2  # alone
         if offset != previous + 1 or home != previous_home or i - start == _MAX_RUN:
             if i > start:
                 runs.append(keys[start:i])
@@ -1106,6 +1196,41 @@ def _after_fork_in_child() -> None:
     _OWN_LOCK_FDS.clear()
     for lock_file in list(_LOCK_FILES):
         lock_file._after_fork()
+
+
+def _unlink_if_free(name: str, dir_fd: int) -> bool:
+    """Delete the lock file `name` if no one holds it, as a releasing holder does."""
+    try:
+        fd = os.open(name, _LOCK_FLAGS & ~os.O_CREAT, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if _named(fd, name, dir_fd):
+            os.unlink(name, dir_fd=dir_fd)
+            return True
+    except OSError:
+        pass  # held: in use
+    finally:
+        os.close(fd)
+    return False
+
+
+def _close_own(*fds: int) -> None:
+    for fd in fds:
+        if fd >= 0:
+            _OWN_LOCK_FDS.discard(fd)
+            os.close(fd)
+
+
+def _named(fd: int, name: str, dir_fd: int) -> bool:
+    """Whether the open file `fd` is still the one called `name` in `dir_fd`."""
+    try:
+        found = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    st = os.fstat(fd)
+    return (found.st_dev, found.st_ino) == (st.st_dev, st.st_ino)
 
 
 def _close_quietly(fd: int) -> None:
@@ -1158,7 +1283,8 @@ class _ProcessLockFile:
 
 class _KeyLock:
     """Holds the per-key thread locks of `keys`, then their lock between processes. Several
-    keys (a run from `_lock_runs`, exclusive only) have consecutive bytes: one range lock."""
+    keys (a run from `_lock_runs`, exclusive only) have consecutive bytes: one range lock.
+    Keys of nodes other than arrays (one key per lock) take a lock file of their own."""
 
     def __init__(self, store: FileStore, keys: Sequence[str], shared: bool = False) -> None:
         self._store = store
@@ -1167,6 +1293,7 @@ class _KeyLock:
         lock = KvStore.lock_shared if shared else KvStore.lock
         self._thread_locks: list[Any] = [lock(store, key) for key in keys]
         self._fd = -1
+        self._dir_fd = -1  # the node's directory, while a lock file of its own is held
         self._pid = 0  # the process that took the lock
         self._target()
 
@@ -1175,11 +1302,12 @@ class _KeyLock:
         store = self._store
         if not store.process_locks:  # no lock file is looked for, opened or made
             self._home, self._lock_file, self._own_fd, self._offset = "", None, True, 0
+            self._how = THREADS
             return
-        self._home = store._lock_home(self._key)  # every key of a run has the same
+        self._home, self._how = store._lock_place(self._key)  # every key of a run: the same
         # Shared locks (and flock) need a description of their own; see _ProcessLockFile.
-        self._lock_file = None if self._shared or _OFD_SETLKW is None else \
-            store._process_lock_file(self._home)
+        self._lock_file = None if self._shared or _OFD_SETLKW is None or self._how != RANGE \
+            else store._process_lock_file(self._home)
         self._own_fd = self._lock_file is None
         self._offset = 0 if _OFD_SETLKW is None else _range_offset(self._key[len(self._home):])
 
@@ -1216,6 +1344,15 @@ class _KeyLock:
         if not store.process_locks:
             return -1  # the thread locks alone
         for attempt in range(_RELOCK_ATTEMPTS):
+            if self._how != RANGE:
+                # A node found to be no array may have been made one by another process since.
+                fd = self._lock_own_file() if self._how == OWN_FILE else \
+                    -1 if store._node_kind(self._home[:-1]) is False else -2
+                if fd != -2:
+                    return fd
+                store._homes = {}
+                self._target()
+                continue
             fd = store._open_lock_file(self._key, self._home) if self._lock_file is None \
                 else self._lock_file.descriptor(self._key)
             if self._own_fd:
@@ -1241,10 +1378,57 @@ class _KeyLock:
                 store._lock_files.pop(self._home, None)
             store._homes = {}
             self._target()
-        raise AssertionError("unreachable")
+        raise StoreError(f"cannot lock {self._key!r} in file store {store.root!r}: its node "
+                         "keeps changing between array and group")
+
+    def _lock_own_file(self) -> int:
+        """Hold the key's own lock file in its node's directory (made if missing): the file
+        found at its name once the lock is held, since a releasing holder deletes it. -2 (and
+        nothing held) when the node has become an array meanwhile, whose locks are ranges."""
+        store, shared = self._store, self._shared
+        name = LOCK_FILE_PREFIX + hashlib.sha256(
+            self._key[len(self._home):].encode()).hexdigest()[:32]
+        for _ in range(_OWN_FILE_ATTEMPTS):
+            dir_fd = fd = -1
+            try:
+                dir_fd = store._open_node_dir(self._key, self._home)
+                _OWN_LOCK_FDS.add(dir_fd)
+                fd = os.open(name, _LOCK_FLAGS, 0o666, dir_fd=dir_fd)
+                _OWN_LOCK_FDS.add(fd)
+                fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+                if _named(fd, name, dir_fd):
+                    self._dir_fd, self._name = dir_fd, name
+                    if store._node_kind(self._home[:-1]) is not True:
+                        return fd
+                    self._drop_own_file(fd)
+                    return -2
+            except BaseException as exc:
+                _close_own(fd, dir_fd)
+                if isinstance(exc, OSError):
+                    raise _wrap(exc, "lock", self._key, store.root) from exc
+                raise
+            _close_own(fd, dir_fd)  # deleted by its last holder while we waited: again
+        raise StoreError(f"cannot lock {self._key!r} in file store {store.root!r}: its lock "
+                         f"file {name!r} was replaced {_OWN_FILE_ATTEMPTS} times while waiting")
+
+    def _drop_own_file(self, fd: int) -> None:
+        """Release the key's own lock file, deleting it first unless another process holds it
+        too (shared): then the last of them deletes it."""
+        dir_fd, self._dir_fd = self._dir_fd, -1
+        try:
+            if self._shared:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _named(fd, self._name, dir_fd):
+                os.unlink(self._name, dir_fd=dir_fd)
+        except OSError:
+            pass  # held by another (or gone): left to its holders; a stale one is reused
+        finally:
+            _close_own(fd, dir_fd)
 
     def _unlock(self, fd: int) -> None:
-        if self._own_fd:
+        if self._how == OWN_FILE:
+            self._drop_own_file(fd)
+        elif self._own_fd:
             _OWN_LOCK_FDS.discard(fd)
             os.close(fd)  # closing the only descriptor releases the lock
         else:
