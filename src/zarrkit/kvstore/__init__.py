@@ -1,11 +1,13 @@
 """Key/value stores: the `KvStore` interface, memory/file/zip stores, and URL/spec parsing."""
 
-# `remote` registers the s3, gs/gcs, az/abfs, http(s) drivers (obstore is imported on use).
-from . import remote  # noqa: F401
+# `remote` registers the s3, gs/gcs, az/abfs, http(s) drivers (obstore is imported on use);
+# `ocdbt` TensorStore's OCDBT databases, a read-only adapter.
+from . import ocdbt, remote  # noqa: F401
 from .base import Buffer, ByteRange, KvStore, validate_key, validate_prefix
 from .file import FileStore
 from .memory import MemoryStore
 from .object_store import ObjectStore
+from .ocdbt import OcdbtStore
 from .url import (
     KvStoreDriver,
     OpenOptions,
@@ -32,6 +34,7 @@ __all__ = [
     "KvStoreDriver",
     "MemoryStore",
     "ObjectStore",
+    "OcdbtStore",
     "OpenOptions",
     "ZipStore",
     "close_opened",
