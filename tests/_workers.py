@@ -291,6 +291,48 @@ def job_resize(root: str, shapes: list[list[int]], start_at: float, path: str = 
         a.resize(tuple(shape))
 
 
+def job_doc_counter(targets: list[list[str]], seconds: float, seed: int, progress: str,
+                    start_at: float) -> None:
+    """For `seconds`, at random: under `lock(key)` add 1 to the counter `field` of the JSON
+    document `key` of a file store at `root` (each target is [root, key, field]; one byte per
+    increment appended to `progress`.<target index>), or under `lock_shared(key)` read it twice
+    and exit 4 if it changed in between (a writer let in beside a reader)."""
+    from zarrkit.kvstore.file import FileStore
+
+    r = random.Random(seed)
+    stores = [(FileStore(root), key, field) for root, key, field in targets]
+    done = [Progress(f"{progress}.{i}") for i in range(len(targets))]
+    _sleep_until(start_at)
+    end, count = time.time() + seconds, [0] * len(targets)
+    while time.time() < end:
+        i = r.randrange(len(targets))
+        store, key, field = stores[i]
+        if r.random() < 0.3:
+            with store.lock_shared(key):
+                before = store.get(key)
+                time.sleep(0.0005)
+                if store.get(key) != before:
+                    os._exit(4)
+            continue
+        with store.lock(key):
+            doc = json.loads(store.get(key))
+            doc[field] = doc.get(field, 0) + 1
+            store.set(key, json.dumps(doc).encode())
+        count[i] += 1
+        done[i].set(count[i])
+
+
+def job_hold_lock(root: str, key: str, shared: bool, ready: str) -> None:
+    """Take the lock of `key` (shared or exclusive), create the file `ready`, hold it until
+    killed."""
+    from zarrkit.kvstore.file import FileStore
+
+    store = FileStore(root)
+    with store.lock_shared(key) if shared else store.lock(key):
+        open(ready, "w").close()
+        time.sleep(3600)
+
+
 def _sleep_until(start_at: float) -> None:
     delay = start_at - time.time()
     if delay > 0:

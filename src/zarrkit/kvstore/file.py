@@ -34,6 +34,10 @@ Key "a/b/c" is the file `<root>/a/b/c`. Design points:
     its directory's entries, and other libraries warn about (or trip over) any entry that is
     not one, so a group keeps no lock file: the last holder deletes it while still holding it,
     and a taker that finds its file gone from the name after waiting starts over.
+  - Other keys below a group (no array's yet): the thread lock only.
+  Which applies is remembered per key directory; another process may make or delete nodes, so
+  a group's lock looks the key's node up afresh once taken, and an array's lock directory is
+  made only after the same look-up, starting over on the current node if it changed.
   `process_locks=False` (a spec's `file_io_locking` mode "none" or "non_atomic") keeps the
   thread locks only: no lock file is looked for, opened or made.
 * The hot paths use plain string joins and raw descriptors: a small chunk read is one openat2,
@@ -133,6 +137,20 @@ _WRITE_ATTEMPTS = 16
 
 def _is_lock_name(name: str) -> bool:
     return name == LOCK_DIR or name.startswith(LOCK_FILE_PREFIX)
+
+
+def _place(key: str, home: str, kind: bool | None) -> tuple[str, str]:
+    """How `key` is locked in its node `home` of kind `kind` (see `FileStore._node_of`)."""
+    if kind is True:
+        return home, RANGE
+    if key.rpartition("/")[2] in _DOCUMENTS:
+        return home, OWN_FILE
+    return home, THREADS if kind is False else RANGE
+
+
+class _StalePlace(Exception):
+    """A key's remembered lock place is no longer its node's (another process made or deleted
+    a node): the lock starts over on the current one."""
 
 
 def _is_temp_name(name: str) -> bool:
@@ -892,12 +910,18 @@ class FileStore(KvStore):
         other libraries take any entry of a group's directory for a member; other keys of
         groups (chunks of an array not made yet) THREADS: other processes cannot find them
         before the node's document exists, whose own lock excludes other makers."""
-        home, kind = self._node_of(key)
-        if kind is True:
-            return home, RANGE
-        if key.rpartition("/")[2] in _DOCUMENTS:
-            return home, OWN_FILE
-        return home, THREADS if kind is False else RANGE
+        return _place(key, *self._node_of(key))
+
+    def _current_place(self, key: str) -> tuple[str, str]:
+        """`_lock_place` looked up again, past the memo: another process may have made or
+        deleted a node at or below the remembered one since (the memo is this store's)."""
+        rel = key.rpartition("/")[0]
+        while rel:
+            kind = self._node_kind(rel)
+            if kind is not None:
+                return _place(key, rel + "/", kind)
+            rel = rel.rpartition("/")[0]
+        return _place(key, "", self._node_kind(""))
 
     def _node_of(self, key: str) -> tuple[str, bool | None]:
         """The nearest directory at or above the key's, inside the root, holding Zarr metadata
@@ -984,6 +1008,9 @@ class FileStore(KvStore):
         path = self._base + home
         dir_fd = self._open_checked(path, _DIR_FLAGS, key, allow_root=True)
         if dir_fd is None:
+            if home:  # a node deleted by another process: not made again as an empty directory
+                self._homes = {}
+                raise _StalePlace(key)
             self._check_path(path, key, allow_root=True)
             os.makedirs(path, exist_ok=True)
             dir_fd = self._open_checked(path, _DIR_FLAGS, key, allow_root=True)
@@ -998,6 +1025,11 @@ class FileStore(KvStore):
         try:
             dir_fd = self._open_checked(lock_dir, _DIR_FLAGS, rel)
             if dir_fd is None:
+                # A node remembered as an array may have been deleted (and with it its lock
+                # directory) and made a group by another process: groups get none.
+                if self._current_place(key) != (home, RANGE):
+                    self._homes = {}
+                    raise _StalePlace(key)
                 self._check_path(lock_dir, rel)
                 os.makedirs(lock_dir, exist_ok=True)
                 dir_fd = self._open_checked(lock_dir, _DIR_FLAGS, rel)
@@ -1199,11 +1231,20 @@ def _after_fork_in_child() -> None:
 
 
 def _unlink_if_free(name: str, dir_fd: int) -> bool:
-    """Delete the lock file `name` if no one holds it, as a releasing holder does."""
+    """Delete the lock file `name` if no one holds it, as a releasing holder does; a link
+    found at its name (no holder can open one) too."""
     try:
         fd = os.open(name, _LOCK_FLAGS & ~os.O_CREAT, dir_fd=dir_fd)
-    except OSError:
-        return False
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            return False
+        try:
+            if not stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                return False
+            os.unlink(name, dir_fd=dir_fd)
+        except OSError:
+            return False
+        return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if _named(fd, name, dir_fd):
@@ -1214,6 +1255,13 @@ def _unlink_if_free(name: str, dir_fd: int) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def _unlock_quietly(fd: int) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError:
+        pass
 
 
 def _close_own(*fds: int) -> None:
@@ -1332,6 +1380,8 @@ class _KeyLock:
         self._thread_locks[0].acquire()
         try:
             return locked(self._lock_file.descriptor(self._key), self._offset)
+        except _StalePlace:
+            return False  # the usual way starts over on the key's current node
         finally:
             self._thread_locks[0].release()
 
@@ -1345,16 +1395,24 @@ class _KeyLock:
             return -1  # the thread locks alone
         for attempt in range(_RELOCK_ATTEMPTS):
             if self._how != RANGE:
-                # A node found to be no array may have been made one by another process since.
-                fd = self._lock_own_file() if self._how == OWN_FILE else \
-                    -1 if store._node_kind(self._home[:-1]) is False else -2
+                # Another process may have made a node at or below the remembered one since
+                # (an array, whose keys are locked by ranges), or deleted it.
+                try:
+                    fd = self._lock_own_file() if self._how == OWN_FILE else \
+                        -1 if store._current_place(self._key) == (self._home, THREADS) else -2
+                except _StalePlace:
+                    fd = -2
                 if fd != -2:
                     return fd
                 store._homes = {}
                 self._target()
                 continue
-            fd = store._open_lock_file(self._key, self._home) if self._lock_file is None \
-                else self._lock_file.descriptor(self._key)
+            try:
+                fd = store._open_lock_file(self._key, self._home) if self._lock_file is None \
+                    else self._lock_file.descriptor(self._key)
+            except _StalePlace:
+                self._target()
+                continue
             if self._own_fd:
                 _OWN_LOCK_FDS.add(fd)
             try:
@@ -1379,12 +1437,13 @@ class _KeyLock:
             store._homes = {}
             self._target()
         raise StoreError(f"cannot lock {self._key!r} in file store {store.root!r}: its node "
-                         "keeps changing between array and group")
+                         "keeps changing (made and deleted by other processes)")
 
     def _lock_own_file(self) -> int:
         """Hold the key's own lock file in its node's directory (made if missing): the file
         found at its name once the lock is held, since a releasing holder deletes it. -2 (and
-        nothing held) when the node has become an array meanwhile, whose locks are ranges."""
+        nothing held) when the key's node changed meanwhile (made an array, whose locks are
+        ranges, or a node made below it)."""
         store, shared = self._store, self._shared
         name = LOCK_FILE_PREFIX + hashlib.sha256(
             self._key[len(self._home):].encode()).hexdigest()[:32]
@@ -1398,12 +1457,19 @@ class _KeyLock:
                 fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
                 if _named(fd, name, dir_fd):
                     self._dir_fd, self._name = dir_fd, name
-                    if store._node_kind(self._home[:-1]) is not True:
+                    if store._current_place(self._key) == (self._home, OWN_FILE):
                         return fd
                     self._drop_own_file(fd)
                     return -2
             except BaseException as exc:
+                opened = fd >= 0
                 _close_own(fd, dir_fd)
+                if isinstance(exc, OSError) and not opened and dir_fd >= 0 \
+                        and exc.errno in (errno.ELOOP, errno.EISDIR):
+                    raise StoreError(exc.errno, f"cannot lock {self._key!r} in file store "
+                                     f"{store.root!r}: its lock file {self._home + name!r} is "
+                                     "a link or a directory (zarrkit clean removes a link)"
+                                     ) from exc
                 if isinstance(exc, OSError):
                     raise _wrap(exc, "lock", self._key, store.root) from exc
                 raise
@@ -1423,6 +1489,9 @@ class _KeyLock:
         except OSError:
             pass  # held by another (or gone): left to its holders; a stale one is reused
         finally:
+            # Unlocked explicitly: a copy of the descriptor in a child forked before it was
+            # registered in _OWN_LOCK_FDS would otherwise keep the lock after the close.
+            _unlock_quietly(fd)
             _close_own(fd, dir_fd)
 
     def _unlock(self, fd: int) -> None:
