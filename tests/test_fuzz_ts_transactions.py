@@ -458,6 +458,11 @@ class Program:
         self.log.append("(tensorstore's array reset to zarrkit's)")
         stored = ts_side.lib.open(self.setting.spec(ts_side.root), context=ts_side.context
                                   ).result(timeout=TIMEOUT)
+        # Its failed commit may have written chunks beyond the shape too, which a later growth
+        # would show (zarrkit's wrote nothing): a shrink to nothing from beyond any shape the
+        # programs reach deletes every chunk (TensorStore's deletes those of the old domain).
+        for shape in ((16, 16), (0, 0)):
+            stored = stored.resize(exclusive_max=list(shape)).result(timeout=TIMEOUT)
         stored = stored.resize(exclusive_max=list(np.shape(data))).result(timeout=TIMEOUT)
         stored.write(np.asarray(data, dtype=np.int32)).result(timeout=TIMEOUT)
 

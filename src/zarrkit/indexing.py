@@ -268,6 +268,21 @@ class Plan:
             region.append(slice(parts[0].out_sel.start, parts[-1].out_sel.stop))
         return tuple(first), tuple(counts), tuple(region)
 
+    def partial_beyond(self, shape: tuple[int, ...], chunks: tuple[int, ...],
+                       units: tuple[int, ...]) -> Plan:
+        """This plan (changed in place), counting a chunk of `chunks` as written in part when
+        its stored unit of `units` (the chunk, or the shard holding it) reaches beyond `shape`:
+        a write then reads what the unit holds there and keeps it. Transactions need that
+        (TensorStore keeps other writers' values beyond the part inside the shape); ordinary
+        writes store the fill value there without a read. Points are written in part anyway."""
+        if self.is_points:
+            return self
+        self._dims = [_Dim([_DimPart(p.chunk, p.chunk_sel, p.out_sel, False)
+                            if p.complete and (p.chunk * c // u + 1) * u > n else p
+                            for p in d.parts], d.out_len, d.flip, d.is_array)
+                      for d, n, c, u in zip(self._dims, shape, chunks, units, strict=True)]
+        return self
+
     def __iter__(self) -> Iterator[ChunkProjection]:
         if self._vectorized is not None:
             yield from self._iter_vectorized()

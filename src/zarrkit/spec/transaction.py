@@ -9,7 +9,8 @@ commit publishes the metadata they changed and drops what unbound handles of the
 cached of the array.
 
 A commit never overwrites a change another writer made to a key after the transaction read it
-to change it (a partial chunk write): it redoes the transaction's writes and resizes on the new
+to change it (a partial chunk write; a chunk the array's edge cuts counts as one, its region
+the part inside the shape): it redoes the transaction's writes and resizes on the new
 values under the keys' locks (as TensorStore, which keeps the written region), and bound reads
 redo them too (TensorStore's reads merge staged writes with the current values). A
 transaction that created or changed attributes cannot be redone: its commit fails with nothing
@@ -378,9 +379,27 @@ class TransactionArray(Array):
         self._transaction._check_opened()
         self._check_writable()
         value = np.array(self._as_values(value))  # a copy of its own, for a redo
+        make_plan = self._edges_in_part(make_plan)
         Array._write(self, make_plan, value)
         planned = self._metadata
         self._transaction._record(self, lambda: self._redo_write(planned, make_plan, value))
+
+    def _edges_in_part(self, make_plan: Callable[[], Any]) -> Callable[[], Any]:
+        """`make_plan` counting the chunks (shards) the array's edge cuts as written in part:
+        TensorStore's transaction wrote only their part inside the shape, and keeps what
+        other writers store beyond it once the array grows (the commit and bound reads merge
+        it); so they are read and recorded as read, the commit's check and redo see them.
+        Not with repeatable_read, whose commit fails once a chunk read changed (TensorStore's
+        merges a chunk it only wrote): there the edge chunks stay written whole, unread."""
+        if self._transaction._repeatable:
+            return make_plan
+
+        def plan() -> Any:
+            planned = make_plan()  # (on this handle's shape: nothing changes it meanwhile)
+            engine = self._engine
+            return planned.partial_beyond(self.shape, engine.read_chunk_shape,
+                                          engine.chunk_shape)
+        return plan
 
     def _redo_write(self, planned: Any, make_plan: Callable[[], Any], value: Any) -> None:
         """A write again, on the shape it was planned against (another writer may have
