@@ -158,6 +158,27 @@ def test_listing_reads_only_the_subtrees_under_the_prefix(tmp_path):
     assert walk_c * 4 < walk_all
 
 
+def test_list_dir_skips_the_keys_below_each_member(tmp_path):
+    """A group's members are found with one descent each, not by reading every chunk key's
+    leaf; the answers are the plain listing's."""
+    kv = _ts_kv(tmp_path, config={"max_decoded_node_bytes": 150, "max_inline_value_bytes": 0})
+    values = {f"{p}/c/{i // 40}/{i:03d}": b"x" for p in ("a", "b", "d/e") for i in range(400)}
+    values.update({"zarr.json": b"{}", "a/zarr.json": b"{}", "b\xe9/zarr.json": b"{}",
+                   "d/zarr.json": b"{}", "z": b"1", "d/e/c/x": b"2"})
+    _write(kv, values)
+    base = Counting(open_kvstore(_url(tmp_path))[0])
+    store = OcdbtStore(base)
+    for prefix in ("", "a/", "d/", "d/e/", "d/e/c/", "a/c/3/", "missing/", "b\xe9/"):
+        assert store.list_dir(prefix) == KvStore.list_dir(store, prefix), prefix
+    assert store.list_dir("") == (["z", "zarr.json"], ["a", "b", "b\xe9", "d"])
+    fresh = OcdbtStore(Counting(open_kvstore(_url(tmp_path))[0]))
+    fresh.list_dir("")
+    members = sum(len(b) for b in fresh.base.batches)
+    everything = OcdbtStore(Counting(open_kvstore(_url(tmp_path))[0]))
+    list(everything.list_prefix(""))
+    assert members * 4 < sum(len(b) for b in everything.base.batches)
+
+
 def test_get_many_batches_base_reads(tmp_path):
     kv = _ts_kv(tmp_path, config={"max_decoded_node_bytes": 200, "max_inline_value_bytes": 0})
     values = {f"c/{i}": bytes([i % 256]) * (i + 1) for i in range(300)}

@@ -244,6 +244,53 @@ class OcdbtStore(KvStore):
         for key in self._walk(root, b"", None, query, _successor(query)):
             yield key.decode("utf-8", "surrogateescape")
 
+    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        """The immediate children of `prefix`, found by skipping each sub-prefix's keys: one
+        descent per child (a group's members), not a walk over every chunk key below them."""
+        query = _raw(validate_prefix(prefix))
+        if self.version is None or self.version.root is None:
+            return [], []
+        root = self._nodes_many([self.version.root], [self.version.root_height])[0]
+        keys, dirs, low = [], [], query
+        end = _successor(query)
+        while (key := self._first(root, b"", None, low, query, end)) is not None:
+            head, slash, _ = key[len(query):].partition(b"/")
+            (dirs if slash else keys).append(head.decode("utf-8", "surrogateescape"))
+            low = _successor(query + head + b"/") if slash else key + b"\x00"
+            if low is None:
+                break
+        return keys, dirs
+
+    def _first(self, node: fmt.BtreeNode, prefix: bytes, upper: bytes | None, low: bytes,
+               query: bytes, end: bytes | None) -> bytes | None:
+        """The least key under `node` that is >= `low` and starts with `query`, reading one
+        child at a time (the first whose key range can hold it, then the next)."""
+        if node.height == 0:
+            rel = low[len(prefix):] if low.startswith(prefix) else b""
+            start = bisect.bisect_left(node.entries, rel, key=lambda e: e.key) \
+                if low.startswith(prefix) else 0
+            for entry in node.entries[start:]:
+                key = prefix + entry.key
+                if end is not None and key >= end:
+                    return None
+                if key >= low and key.startswith(query):
+                    return key
+            return None
+        children: list[fmt.ChildEntry] = node.entries  # type: ignore[assignment]
+        for j, child in enumerate(children):
+            high = prefix + children[j + 1].key if j + 1 < len(children) else upper
+            if high is not None and high <= low:
+                continue
+            if end is not None and prefix + child.key >= end:
+                return None
+            common = prefix + child.key[:child.common]
+            if not (common.startswith(query) or query.startswith(common)):
+                continue
+            below = self._nodes_many([child.ref], [node.height - 1])[0]
+            if (found := self._first(below, common, high, low, query, end)) is not None:
+                return found
+        return None
+
     def _walk(self, node: fmt.BtreeNode, prefix: bytes, upper: bytes | None, query: bytes,
               end: bytes | None) -> Iterator[bytes]:
         """The keys under `node` that start with `query`, in order; only the children whose
