@@ -284,9 +284,9 @@ def test_a_home_found_while_a_node_is_made_is_not_remembered(tmp_path):
             store.set("a/zarr.json", b"{}")  # another thread makes the node meanwhile
         return found
     store._node_kind = node_kind_while_made
-    store._lock_home("a/c/0")
+    store._node_of("a/c/0")
     store._node_kind = real_node_kind
-    assert store._lock_home("a/c/0") == "a/"
+    assert store._node_of("a/c/0")[0] == "a/"
 
 
 def _waits_in_a_thread(store: FileStore, key: str, holder: FileStore, held_key: str) -> bool:

@@ -900,9 +900,6 @@ class FileStore(KvStore):
         self._path(key)
         return _KeyLock(self, (key,), shared=True)
 
-    def _lock_home(self, key: str) -> str:
-        return self._node_of(key)[0]
-
     def _lock_place(self, key: str) -> tuple[str, str]:
         """The node whose directory holds `key`'s lock, and how the key is locked: RANGE in
         an array, or up to the root without a node (a plain key/value store); a document
@@ -1003,38 +1000,35 @@ class FileStore(KvStore):
         return lock_file
 
     def _open_node_dir(self, key: str, home: str) -> int:
-        """A descriptor of the node directory `home` (made if missing: the root, before any
-        write), checked to be inside the root."""
-        path = self._base + home
-        dir_fd = self._open_checked(path, _DIR_FLAGS, key, allow_root=True)
+        """A descriptor of the node directory `home`, made if missing only for the root (before
+        any write): a missing node was deleted by another process, not made again empty."""
+        return self._open_made_dir(self._base + home, key, lambda: not home, allow_root=True)
+
+    def _open_made_dir(self, path: str, name: str, may_make: Callable[[], bool],
+                       allow_root: bool = False) -> int:
+        """A descriptor of the directory `path`, checked to be inside the root (`name` names it
+        in errors), made if missing when `may_make()`; otherwise the remembered lock place is
+        stale (`_StalePlace`)."""
+        dir_fd = self._open_checked(path, _DIR_FLAGS, name, allow_root)
         if dir_fd is None:
-            if home:  # a node deleted by another process: not made again as an empty directory
+            if not may_make():
                 self._homes = {}
-                raise _StalePlace(key)
-            self._check_path(path, key, allow_root=True)
+                raise _StalePlace(name)
+            self._check_path(path, name, allow_root)
             os.makedirs(path, exist_ok=True)
-            dir_fd = self._open_checked(path, _DIR_FLAGS, key, allow_root=True)
+            dir_fd = self._open_checked(path, _DIR_FLAGS, name, allow_root)
             if dir_fd is None:
-                raise FileNotFoundError(errno.ENOENT, "node directory vanished", path)
+                raise FileNotFoundError(errno.ENOENT, "directory vanished", path)
         return dir_fd
 
     def _open_lock_file(self, key: str, home: str) -> int:
         name = _RANGE_LOCK_FILE if _OFD_SETLKW is not None else \
             hashlib.sha256(key[len(home):].encode()).hexdigest()[:32] + ".lock"
-        lock_dir, rel = self._base + home + LOCK_DIR, home + LOCK_DIR
         try:
-            dir_fd = self._open_checked(lock_dir, _DIR_FLAGS, rel)
-            if dir_fd is None:
-                # A node remembered as an array may have been deleted (and with it its lock
-                # directory) and made a group by another process: groups get none.
-                if self._current_place(key) != (home, RANGE):
-                    self._homes = {}
-                    raise _StalePlace(key)
-                self._check_path(lock_dir, rel)
-                os.makedirs(lock_dir, exist_ok=True)
-                dir_fd = self._open_checked(lock_dir, _DIR_FLAGS, rel)
-                if dir_fd is None:
-                    raise FileNotFoundError(errno.ENOENT, "lock directory vanished")
+            # A node remembered as an array may have been deleted (and with it its lock
+            # directory) and made a group by another process: groups get none.
+            dir_fd = self._open_made_dir(self._base + home + LOCK_DIR, home + LOCK_DIR,
+                                         lambda: self._current_place(key) == (home, RANGE))
             try:
                 return os.open(name, _LOCK_FLAGS, 0o666, dir_fd=dir_fd)
             finally:

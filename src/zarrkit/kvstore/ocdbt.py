@@ -276,17 +276,8 @@ class OcdbtStore(KvStore):
                 if key >= low and key.startswith(query):
                     return key
             return None
-        children: list[fmt.ChildEntry] = node.entries  # type: ignore[assignment]
-        for j, child in enumerate(children):
-            high = prefix + children[j + 1].key if j + 1 < len(children) else upper
-            if high is not None and high <= low:
-                continue
-            if end is not None and prefix + child.key >= end:
-                return None
-            common = prefix + child.key[:child.common]
-            if not (common.startswith(query) or query.startswith(common)):
-                continue
-            below = self._nodes_many([child.ref], [node.height - 1])[0]
+        for ref, common, high in _candidates(node, prefix, upper, low, query, end):
+            below = self._nodes_many([ref], [node.height - 1])[0]
             if (found := self._first(below, common, high, low, query, end)) is not None:
                 return found
         return None
@@ -300,17 +291,7 @@ class OcdbtStore(KvStore):
                 if (key := prefix + entry.key).startswith(query):
                     yield key
             return
-        picks = []
-        children: list[fmt.ChildEntry] = node.entries  # type: ignore[assignment]
-        for j, child in enumerate(children):
-            low = prefix + child.key
-            high = prefix + children[j + 1].key if j + 1 < len(children) else upper
-            common = prefix + child.key[:child.common]
-            if not (common.startswith(query) or query.startswith(common)):
-                continue
-            if (high is not None and high <= query) or (end is not None and low >= end):
-                continue
-            picks.append((child.ref, common, high))
+        picks = list(_candidates(node, prefix, upper, query, query, end))
         nodes = self._nodes_many([r for r, _, _ in picks], [node.height - 1] * len(picks))
         for (_, common, high), child_node in zip(picks, nodes, strict=True):
             yield from self._walk(child_node, common, high, query, end)
@@ -374,6 +355,23 @@ def _successor(prefix: bytes) -> bytes | None:
     """The least byte string after every string starting with `prefix` (None: none is)."""
     stripped = prefix.rstrip(b"\xff")
     return stripped[:-1] + bytes([stripped[-1] + 1]) if stripped else None
+
+
+def _candidates(node: fmt.BtreeNode, prefix: bytes, upper: bytes | None, low: bytes,
+                query: bytes, end: bytes | None) -> Iterator[tuple[fmt.Ref, bytes, bytes | None]]:
+    """(child, the prefix all its keys share, its upper bound) of each child of the interior
+    `node` whose key range can hold keys >= `low` starting with `query` (below `end`: the
+    query's successor), in order."""
+    children: list[fmt.ChildEntry] = node.entries  # type: ignore[assignment]
+    for j, child in enumerate(children):
+        high = prefix + children[j + 1].key if j + 1 < len(children) else upper
+        if high is not None and high <= low:
+            continue
+        if end is not None and prefix + child.key >= end:
+            return
+        common = prefix + child.key[:child.common]
+        if common.startswith(query) or query.startswith(common):
+            yield child.ref, common, high
 
 
 def _span(rng: ByteRange | None, length: int) -> tuple[int, int]:
