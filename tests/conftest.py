@@ -104,8 +104,8 @@ def zstd_decoder(request, monkeypatch):
 
 @pytest.fixture(params=["one call", "chunk by chunk"])
 def many_decoder(request, monkeypatch):
-    """Runs of blosc and zstd chunks decoded (blosc: and encoded) by one call of the C
-    extension, and one by one (the path without it). Chains built after the fixture use the
+    """Runs of blosc and zstd chunks decoded and encoded by one call of the C extension, and
+    one by one (the path without it). Chains built after the fixture use the
     choice."""
     from zarrkit.codecs import _runs
 
@@ -115,6 +115,7 @@ def many_decoder(request, monkeypatch):
         monkeypatch.setattr(_runs, "blosc_decoder", None)
         monkeypatch.setattr(_runs, "zstd_decoder", None)
         monkeypatch.setattr(_runs, "blosc_encoder", None)
+        monkeypatch.setattr(_runs, "zstd_encoder", None)
     return request.param
 
 

@@ -6,6 +6,7 @@ equal those packed chunk by chunk."""
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numcodecs
@@ -14,12 +15,13 @@ import pytest
 import zstandard
 
 import zarrkit
-from zarrkit.codecs import _runs
+from zarrkit.codecs import _libzstd, _runs
 from zarrkit.codecs.base import ChunkSpec
 from zarrkit.codecs.chain import CodecChain
 from zarrkit.errors import CodecError, CorruptDataError
 
-pytestmark = pytest.mark.skipif(None in (_runs.blosc_decoder, _runs.zstd_decoder, _runs.blosc_encoder),
+pytestmark = pytest.mark.skipif(None in (_runs.blosc_decoder, _runs.zstd_decoder,
+                                          _runs.blosc_encoder, _runs.zstd_encoder),
                                 reason="the _many extension, c-blosc or libzstd is missing here")
 
 SIZE = 64 * 1024  # decoded bytes per chunk
@@ -198,10 +200,11 @@ PARAMS = (5, 1, 2, b"lz4", 0)  # clevel, shuffle, typesize, cname, blocksize: as
 
 
 def _encode(raws, fill=None, room=None, first=0, pos=0, params=PARAMS):
-    source = np.frombuffer(b"".join(raws), np.uint8)
+    source = np.frombuffer(b"".join(raws), np.uint8).reshape(len(raws), SIZE)
     dest = memoryview(bytearray(room if room is not None else len(raws) * (SIZE + 16)))
     sizes = np.full(len(raws), -7, np.int64)
-    done, end, error = _runs.blosc_encoder(params, source, SIZE, fill, dest, pos, first, sizes)
+    done, end, error = _runs.blosc_encoder(params, source, 1, SIZE, fill, dest, pos, first, sizes,
+                                           None)
     return done, end, error, dest, sizes
 
 
@@ -225,10 +228,11 @@ def test_blosc_encoder_leaves_out_fill_chunks_and_goes_on_from_where_it_stopped(
     # not fit, then goes on.
     done, end, error, dest, sizes = _encode(raws, fill, room=SIZE + 16)
     assert (done, error) == (2, 0) and end == sizes[0] and sizes[1] == -1
-    source = np.frombuffer(b"".join(raws), np.uint8)
+    source = np.frombuffer(b"".join(raws), np.uint8).reshape(4, SIZE)
     bigger = memoryview(bytearray(4 * (SIZE + 16)))
     bigger[:end] = dest[:end]
-    done, end, error = _runs.blosc_encoder(PARAMS, source, SIZE, fill, bigger, end, done, sizes)
+    done, end, error = _runs.blosc_encoder(PARAMS, source, 1, SIZE, fill, bigger, end, done, sizes,
+                                           None)
     assert (done, error) == (4, 0) and sizes[1] == -1
     at = 0
     for k in (0, 2, 3):
@@ -247,10 +251,17 @@ def test_blosc_encoder_reports_c_blosc_errors_and_refuses_bad_arguments():
         _encode(raws, fill=b"\0\0\0")  # 3 bytes do not divide a chunk of 64 KiB
     with pytest.raises(ValueError, match="inconsistent"):
         _encode(raws, pos=10**9)
-    source = np.frombuffer(b"".join(raws) + b"x", np.uint8)  # not whole chunks
+    source = np.frombuffer(b"".join(raws) + b"x", np.uint8)[None]  # not whole chunks
     with pytest.raises(ValueError, match="inconsistent"):
-        _runs.blosc_encoder(PARAMS, source, SIZE, None, memoryview(bytearray(10)), 0, 0,
-                            np.empty(2, np.int64))
+        _runs.blosc_encoder(PARAMS, source, 1, SIZE, None, memoryview(bytearray(10)), 0, 0,
+                            np.empty(2, np.int64), None)
+    strided = np.frombuffer(b"".join(raws), "<u2").reshape(2, 256, -1)[:, :, ::2]
+    with pytest.raises(ValueError, match="inconsistent"):  # chunks to copy out, no scratch
+        _runs.blosc_encoder(PARAMS, strided, 1, SIZE // 2, None, memoryview(bytearray(SIZE)), 0,
+                            0, np.empty(2, np.int64), None)
+    with pytest.raises(ValueError, match="inconsistent"):  # a scratch too small for one
+        _runs.blosc_encoder(PARAMS, strided, 1, SIZE // 2, None, memoryview(bytearray(SIZE)), 0,
+                            0, np.empty(2, np.int64), memoryview(bytearray(10)))
 
 
 @pytest.mark.parametrize("location", ["start", "end"])
@@ -291,28 +302,27 @@ def test_a_shard_packed_by_one_call_equals_one_packed_chunk_by_chunk(location, s
     assert (codec.pack_region_transient(region, skip_fill) is None) == skip_fill
 
 
-def test_a_shard_beyond_the_gather_limit_is_gathered_in_slabs_of_rows(monkeypatch):
-    """A thread gathers at most _GATHER_LIMIT bytes of a shard at a time (a shard-sized buffer
-    cost each thread fresh pages per write), and the slabs pack as chunk by chunk does."""
-    from zarrkit import scratch as scratch_module
-    from zarrkit.codecs import sharding as sharding_module
+def test_a_shard_is_packed_from_its_values_with_one_inner_chunk_of_scratch(monkeypatch):
+    """A shard's inner chunks are copied out of its values one at a time into a buffer of one
+    inner chunk, each just before it is compressed (no shard-sized gather buffer: that cost
+    each thread fresh pages per write), and pack as chunk by chunk does."""
+    from zarrkit.codecs import chain as chain_module
 
     spec = ChunkSpec((1024, 1024), np.dtype("uint16"), np.uint16(0))  # 2 MiB
     chain = CodecChain.from_json([{"name": "sharding_indexed", "configuration": {
-        "chunk_shape": [128, 128],  # a row of inner chunks: 256 KiB
+        "chunk_shape": [128, 128],
         "codecs": [{"name": "bytes"}, {"name": "blosc", "configuration": {
             "cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2}}],
         "index_codecs": [{"name": "bytes"}, {"name": "crc32c"}]}}], spec)
     codec = chain.array_bytes
     region = (np.arange(1024 * 1024, dtype="uint64").reshape(1024, 1024) * 2654435761 % 4093
               ).astype("uint16")
-    monkeypatch.delattr(scratch_module._local, "gathered", raising=False)
-    gathered = []
-    real = scratch_module.whole_scratch
-    monkeypatch.setattr(sharding_module, "whole_scratch", lambda size, slot: (
-        gathered.append(size) if slot == "gathered" else None, real(size, slot))[1])
+    asked = []
+    real = chain_module.whole_scratch
+    monkeypatch.setattr(chain_module, "whole_scratch", lambda size, slot: (
+        asked.append((slot, size)), real(size, slot))[1])
     packed = bytes(codec.pack_region_transient(region, True))
-    assert gathered == [sharding_module._GATHER_LIMIT] * 2  # 4 rows of inner chunks each
+    assert asked == [("gather", 128 * 128 * 2)]  # one call for the shard's 64 inner chunks
     blocks = region.reshape(8, 128, 8, 128).transpose(0, 2, 1, 3)
     chunk_by_chunk = [(flat, codec.inner.encode(np.ascontiguousarray(blocks[i, j])))
                       for flat, (i, j) in enumerate(np.ndindex(8, 8))]
@@ -350,16 +360,14 @@ def test_whole_shard_writes_read_back_both_ways(tmp_path, monkeypatch, many_deco
     ((12, 10, 9), (2, 5, 3), (4, 10, 9)),
     ((64, 96), (16, 32), (64, 96)),
 ])
-def test_shards_packed_in_slabs_equal_those_packed_chunk_by_chunk(shape, chunks, shards,
-                                                                  monkeypatch):
-    from zarrkit.codecs import sharding as sharding_module
+def test_shards_packed_by_one_call_equal_those_packed_chunk_by_chunk(shape, chunks, shards,
+                                                                     monkeypatch):
     from zarrkit.kvstore import MemoryStore
 
     data = (np.arange(np.prod(shape), dtype="uint64").reshape(shape) * 40503 % 65521
             ).astype("uint16")
     data[(slice(0, chunks[0]),) * 1] = 0  # a row of fill chunks
     codecs = [{"name": "bytes"}, {"name": "blosc", "configuration": {"cname": "lz4"}}]
-    monkeypatch.setattr(sharding_module, "_GATHER_LIMIT", 1)  # a slab per row of inner chunks
     stores = []
     for runs in (True, False):
         if not runs:
@@ -431,7 +439,189 @@ def test_a_run_that_stops_early_is_an_error_not_a_short_write(monkeypatch):
     decoded = [chain.decode(bytes(encoded[e - s:e])) for s, e in zip(sizes, ends, strict=True)]
     assert np.array_equal(np.stack(decoded), chunks)
     real = chain._many_encoder
-    monkeypatch.setattr(chain, "_many_encoder", lambda source, size, fill, dest, pos, first, out:
-                        (1, real(source, size, fill, dest, pos, first, out)[1], 0))
+    monkeypatch.setattr(chain, "_many_encoder", lambda *args: (1, real(*args)[1], 0))
     with pytest.raises(CodecError, match="run of 3 chunks stopped after 1"):
         chain.encode_many_transient(chunks, None)
+
+
+def _strided_sources():
+    """(name, source, lead): chunks whose bytes do not lie one after another in `source`."""
+    rng = np.random.default_rng(11)
+    value = (rng.integers(0, 900, (64, 4 * 48)) // 9).astype("<u2")
+    shard = (rng.integers(0, 900, (4 * 16, 3 * 24)) // 9).astype("<u4")
+    cube = (rng.integers(0, 90, (6, 10, 2 * 9, 8)) // 9).astype("<i2")
+    return [
+        ("side-by-side chunks", np.moveaxis(value.reshape(64, 4, 48), 1, 0), 1),
+        ("a shard's inner chunks", shard.reshape(4, 16, 3, 24).transpose(0, 2, 1, 3), 2),
+        ("reversed axes", np.moveaxis(value[::-1, ::-1].reshape(64, 4, 48), 1, 0), 1),
+        ("every other row", cube[:, :, ::2], 1),
+        ("lengths of one, odd strides", cube[:, 3:4, ::2, 5:6], 1),
+        ("one chunk, no leading axis", value[::2, 7:50], 0),
+    ]
+
+
+@pytest.mark.parametrize("name,source,lead", _strided_sources(),
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_blosc_encoder_copies_out_strided_chunks_in_c_order(name, source, lead):
+    grid = source.shape[:lead]
+    count = math.prod(grid)
+    size = math.prod(source.shape[lead:]) * source.itemsize
+    expected = [np.ascontiguousarray(source[k]).tobytes() for k in np.ndindex(grid)]
+    dest = memoryview(bytearray(count * (size + 16)))
+    sizes = np.full(count, -7, np.int64)
+    done, end, error = _runs.blosc_encoder(PARAMS, source, lead, size, None, dest, 0, 0, sizes,
+                                           memoryview(bytearray(size)))
+    assert (done, error) == (count, 0) and end == sizes.sum()
+    ends = np.cumsum(sizes)
+    decoded = [BLOSC.decode(bytes(dest[e - n:e])) for n, e in zip(sizes, ends, strict=True)]
+    assert decoded == expected
+
+
+def test_blosc_encoder_leaves_out_strided_fill_chunks():
+    value = np.full((32, 3 * 40), 5, "<u2")
+    value[3, 45] = 6  # only the middle chunk is not all fill
+    source = np.moveaxis(value.reshape(32, 3, 40), 1, 0)
+    size = 32 * 40 * 2
+    dest = memoryview(bytearray(3 * (size + 16)))
+    sizes = np.full(3, -7, np.int64)
+    done, end, _ = _runs.blosc_encoder(PARAMS, source, 1, size, np.array(5, "<u2").tobytes(),
+                                       dest, 0, 0, sizes, memoryview(bytearray(size)))
+    assert done == 3 and sizes[0] == sizes[2] == -1 and end == sizes[1]
+    assert BLOSC.decode(bytes(dest[:end])) == np.ascontiguousarray(source[1]).tobytes()
+
+
+@pytest.mark.parametrize("shards", [None, (16, 24)])
+def test_datetimes_written_by_runs_are_their_bytes(tmp_path, shards):
+    """Chunks of a type numpy exports no buffer for (datetime64) go to the encoder as bytes."""
+    data = (np.arange(32 * 48, dtype="i8") * 3600).reshape(32, 48)[:, ::-1].astype("M8[s]")
+    a = zarrkit.create(tmp_path / "a", shape=data.shape, dtype=data.dtype, chunks=(8, 12),
+                       shards=shards, codecs=[{"name": "bytes"}, {"name": "blosc",
+                                              "configuration": {"cname": "lz4", "clevel": 5,
+                                                                "shuffle": "shuffle",
+                                                                "typesize": 8}}])
+    a[...] = data
+    np.testing.assert_array_equal(zarrkit.open(tmp_path / "a", mode="r")[...], data)
+    if shards is None:
+        stored = BLOSC.decode((tmp_path / "a" / "c" / "1" / "2").read_bytes())
+        assert stored == np.ascontiguousarray(data[8:16, 24:36]).view("<i8").tobytes()
+
+
+@pytest.mark.parametrize("level,checksum", [(0, False), (1, True), (19, False), (-5, True)])
+def test_zstd_encoder_writes_whole_frames_back_to_back(level, checksum):
+    """Each chunk is one frame that declares its size, with a checksum when asked; the level
+    is the one asked for (python-zstandard's frame at the same level is as large, within the
+    1% its libzstd version may differ by; levels apart differ by more)."""
+    raws = _chunks(3)
+    raws[1] = bytes(SIZE)  # all fill: left out
+    source = np.frombuffer(b"".join(raws), np.uint8).reshape(3, SIZE)
+    room = _libzstd.compress_bound(SIZE)
+    dest = memoryview(bytearray(3 * room))
+    sizes = np.full(3, -7, np.int64)
+    done, end, error = _runs.zstd_encoder((level, checksum), source, 1, SIZE, bytes(2), dest, 0,
+                                          0, sizes, None)
+    assert (done, error) == (3, 0) and sizes[1] == -1 and end == sizes[[0, 2]].sum()
+    frames = [bytes(dest[:sizes[0]]), bytes(dest[sizes[0]:end])]
+    for frame, raw in zip(frames, (raws[0], raws[2]), strict=True):
+        params = zstandard.get_frame_parameters(frame)
+        assert params.content_size == SIZE and params.has_checksum == checksum
+        assert zstandard.ZstdDecompressor().decompress(frame) == raw
+        reference = zstandard.ZstdCompressor(level=level, write_checksum=checksum).compress(raw)
+        assert abs(len(frame) - len(reference)) <= len(reference) // 100
+        if _libzstd._clib is not _libzstd._lib:  # python-zstandard's own libzstd: its bytes
+            assert frame == reference
+
+
+def test_zstd_encoder_stops_where_a_frame_might_not_fit_and_goes_on():
+    raws = _chunks(3)
+    source = np.frombuffer(b"".join(raws), np.uint8).reshape(3, SIZE)
+    room = _libzstd.compress_bound(SIZE)
+    dest = memoryview(bytearray(room + room // 2))
+    sizes = np.full(3, -7, np.int64)
+    done, end, error = _runs.zstd_encoder((3, False), source, 1, SIZE, None, dest, 0, 0, sizes,
+                                          None)
+    assert (done, error) == (1, 0) and end == sizes[0]  # a second frame would fit, but might not
+    bigger = memoryview(bytearray(3 * room))
+    bigger[:end] = dest[:end]
+    done, end, error = _runs.zstd_encoder((3, False), source, 1, SIZE, None, bigger, end, done,
+                                          sizes, None)
+    assert (done, error) == (3, 0)
+    ends = np.cumsum(sizes)
+    assert [zstandard.ZstdDecompressor().decompress(bytes(bigger[e - n:e]))
+            for n, e in zip(sizes, ends, strict=True)] == raws
+
+
+def test_zstd_encoder_copies_out_a_shards_inner_chunks():
+    shard = (np.arange(64 * 72, dtype="uint32").reshape(64, 72) * 2654435761 % 1021)
+    blocks = shard.reshape(4, 16, 3, 24).transpose(0, 2, 1, 3)
+    size = 16 * 24 * 4
+    room = _libzstd.compress_bound(size)
+    dest = memoryview(bytearray(12 * room))
+    sizes = np.empty(12, np.int64)
+    done, end, error = _runs.zstd_encoder((3, False), blocks, 2, size, None, dest, 0, 0, sizes,
+                                          memoryview(bytearray(size)))
+    assert (done, error) == (12, 0)
+    ends = np.cumsum(sizes)
+    decoded = [zstandard.ZstdDecompressor().decompress(bytes(dest[e - n:e]))
+               for n, e in zip(sizes, ends, strict=True)]
+    assert decoded == [np.ascontiguousarray(blocks[i, j]).tobytes() for i, j in np.ndindex(4, 3)]
+
+
+@pytest.mark.parametrize("chunks,shards", [((32, 48), None),  # small chunks: batches
+                                           ((256, 384), None),  # runs of large chunks
+                                           ((32, 48), (256, 384))])  # whole shards
+def test_zstd_arrays_are_written_by_runs_and_read_by_zarr_python(tmp_path, chunks, shards,
+                                                                monkeypatch):
+    import zarr
+
+    calls = []
+    real = _runs.zstd_encoder
+    monkeypatch.setattr(_runs, "zstd_encoder", lambda *args: (calls.append(1), real(*args))[1])
+    data = (np.arange(1024 * 1536, dtype="uint64").reshape(1024, 1536) * 40503 % 65521
+            ).astype("uint16")
+    data[:chunks[0], :chunks[1]] = 0  # a fill chunk: not stored
+    a = zarrkit.create(tmp_path / "a", shape=data.shape, dtype="uint16", chunks=chunks,
+                       shards=shards, codecs=[{"name": "bytes"}, {"name": "zstd",
+                                              "configuration": {"level": 5, "checksum": True}}])
+    a[...] = data
+    assert calls  # through the run encoder, not chunk by chunk
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a"), mode="r")[...], data)
+    if shards is None:
+        assert not (tmp_path / "a" / "c" / "0" / "0").exists()
+        frame = (tmp_path / "a" / "c" / "1" / "2").read_bytes()
+        assert zstandard.get_frame_parameters(frame).has_checksum
+
+
+@pytest.mark.parametrize("arena", [None, 4096])
+def test_small_chunks_are_encoded_by_runs_into_the_batch_buffer(tmp_path, arena, monkeypatch):
+    """Small compressed chunks side by side are encoded by one call per run into the batch's
+    buffer (or, when it might not hold them, memory of their own), and read back by
+    zarr-python; fill chunks among them are not stored."""
+    import zarr
+
+    from zarrkit.engine import chunk_io
+
+    if arena is not None:
+        monkeypatch.setattr(chunk_io, "WRITE_ARENA_BYTES", arena)
+    calls = []
+    real = _runs.blosc_encoder
+    monkeypatch.setattr(_runs, "blosc_encoder", lambda *args: (calls.append(1), real(*args))[1])
+    data = (np.arange(96 * 640, dtype="uint64").reshape(96, 640) * 40503 % 65521).astype("<u2")
+    data[32:64, 64:128] = 0  # a fill chunk
+    a = zarrkit.create(tmp_path / "a", shape=data.shape, dtype="uint16", chunks=(32, 64),
+                       codecs=[{"name": "bytes"}, {"name": "blosc", "configuration": {
+                           "cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2}}])
+    a[...] = data
+    assert len(calls) == 3  # a call per row of 10 chunks, not one per chunk
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a"), mode="r")[...], data)
+    assert not (tmp_path / "a" / "c" / "1" / "1").exists()
+    assert len(list((tmp_path / "a" / "c").rglob("[0-9]*"))) == 3 + 29  # 3 rows, 29 chunks
+
+
+def test_runs_compress_with_python_zstandards_libzstd_else_the_systems(monkeypatch):
+    import importlib.util
+
+    ours = _libzstd._load_compressor()
+    assert ours is not None and ours.ZSTD_versionNumber() >= 10400
+    assert ours.ZSTD_compressBound(SIZE) == _libzstd.compress_bound(SIZE) > SIZE
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # no such build
+    assert _libzstd._load_compressor() is _libzstd._lib

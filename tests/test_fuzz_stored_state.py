@@ -847,11 +847,10 @@ def check_reads(case, model, handle, where, keys, path):
 
 #: Size thresholds that choose the engine's write paths, made tiny so that these small arrays
 #: take the paths of large ones too: chunks written by the pool in runs encoded by one call
-#: (not inline), batches of a few chunks, shards gathered a row of inner chunks at a time.
+#: (not inline), batches of a few chunks, batch buffers too small for a run's room.
 SMALL_THRESHOLDS = {"zarrkit.engine.chunk_io": {
     "INLINE_READ_BYTES": 0, "INLINE_SLOW_READ_BYTES": 0, "INLINE_CHUNK_BYTES": 0,
-    "RUN_BYTES": 64, "WRITE_BATCH_BYTES": 64, "MIN_SMALL_PART": 1},
-    "zarrkit.codecs.sharding": {"_GATHER_LIMIT": 1}}
+    "RUN_BYTES": 64, "WRITE_BATCH_BYTES": 64, "WRITE_ARENA_BYTES": 72, "MIN_SMALL_PART": 1}}
 
 
 @contextlib.contextmanager

@@ -180,6 +180,70 @@ finish:
 
 typedef int (*blosc_compress_fn)(int, int, size_t, size_t, const void *, void *, size_t,
                                  const char *, size_t, int);
+typedef size_t (*zstd_compress_fn)(void *, void *, size_t, const void *, size_t);
+typedef size_t (*zstd_bound_fn)(size_t);
+
+/* A compressor of chunks: c-blosc with its parameters, or libzstd with a context that holds
+ * them (level, checksum). */
+struct encoder {
+    int kind;
+    blosc_compress_fn blosc;
+    int clevel, shuffle;
+    Py_ssize_t typesize, blocksize;
+    const char *cname;
+    zstd_compress_fn zstd;
+    zstd_is_error_fn is_error;
+    void *context; /* the calling thread's ZSTD_CCtx */
+    size_t room;   /* the most a chunk can take compressed */
+};
+
+/* The encoder `kind` from its function addresses `fns` (a tuple), its context and `params`
+ * ((clevel, shuffle, typesize, cname, blocksize) for blosc), for chunks of `size` bytes. */
+static int encoder_from(struct encoder *e, int kind, PyObject *fns, PyObject *context,
+                        PyObject *params, Py_ssize_t size)
+{
+    memset(e, 0, sizeof *e);
+    e->kind = kind;
+    Py_ssize_t need = kind == BLOSC ? 1 : kind == ZSTD ? 3 : -1;
+    if (need < 0 || !PyTuple_Check(fns) || PyTuple_GET_SIZE(fns) != need || size <= 0) {
+        PyErr_SetString(PyExc_ValueError, "unknown encoder kind, or wrong functions for it");
+        return -1;
+    }
+    if (kind == BLOSC) {
+        e->blosc = (blosc_compress_fn)address_of(fns, 0);
+        if (!PyArg_ParseTuple(params, "iinyn", &e->clevel, &e->shuffle, &e->typesize, &e->cname,
+                              &e->blocksize))
+            return -1;
+        /* Room for exactly what one call per chunk gives c-blosc: with more, it would keep a
+         * compressed chunk larger than the chunk rather than store the chunk as is. */
+        e->room = (size_t)size + BLOSC_HEADER;
+    } else {
+        e->zstd = (zstd_compress_fn)address_of(fns, 0);
+        e->is_error = (zstd_is_error_fn)address_of(fns, 1);
+        zstd_bound_fn bound = (zstd_bound_fn)address_of(fns, 2);
+        e->context = PyLong_AsVoidPtr(context);
+        e->room = bound && !PyErr_Occurred() ? bound((size_t)size) : 0;
+    }
+    if (PyErr_Occurred())
+        return -1;
+    if ((kind == BLOSC && !e->blosc) ||
+        (kind == ZSTD && (!e->zstd || !e->is_error || !e->context || !e->room))) {
+        PyErr_SetString(PyExc_ValueError, "a null function or context");
+        return -1;
+    }
+    return 0;
+}
+
+/* One chunk of `size` bytes compressed to `out` (e->room bytes): its compressed size, or an
+ * error (c-blosc's code, or -1) as a number <= 0. */
+static Py_ssize_t encode_one(const struct encoder *e, const char *chunk, size_t size, char *out)
+{
+    if (e->kind == BLOSC)
+        return e->blosc(e->clevel, e->shuffle, (size_t)e->typesize, size, chunk, out, e->room,
+                        e->cname, (size_t)e->blocksize, 1);
+    size_t n = e->zstd(e->context, out, e->room, chunk, size);
+    return e->is_error(n) || n == 0 ? -1 : (Py_ssize_t)n;
+}
 
 /* Whether the chunk's every element has the bytes of `fill` (`itemsize` long): decided by the
  * first element for ordinary data. */
@@ -191,65 +255,153 @@ static int is_fill(const char *chunk, size_t size, const char *fill, size_t item
     return 1;
 }
 
-PyDoc_STRVAR(encode_blosc_many_doc,
-"encode_blosc_many(compress, params, source, size, fill, dest, pos, first, sizes) -> (int, int)\n\n"
-"Compress chunks of `size` bytes, one after another in `source`, with c-blosc's\n"
-"blosc_compress_ctx (its address `compress`; `params` = (clevel, shuffle, typesize, cname,\n"
-"blocksize)), without the GIL, from chunk `first` on: each to `dest` (a writable buffer) at\n"
-"byte `pos` on, one after another, its compressed size put in `sizes` (a writable int64\n"
-"buffer, one per chunk); a chunk whose every element has the bytes of `fill` (None: never)\n"
-"is not stored, its size -1. Stops before a chunk that might not fit in what is left of\n"
-"`dest` (size + 16 bytes), or at one c-blosc fails: returns (the chunk to go on from, the\n"
-"byte `pos` it would go to, c-blosc's error code or 0).");
+/* Where the chunks of a strided source lie: the first `lead` dimensions enumerate them (in C
+ * order), the others are a chunk's; each chunk is copied out by blocks of `block` bytes (its
+ * trailing dimensions that lie one after another in memory) unless it is all one block. */
+struct layout {
+    const char *buf;
+    int lead, ndim;
+    const Py_ssize_t *shape, *strides;
+    Py_ssize_t block;
+    int inner; /* the chunk dimensions left once the contiguous tail is one block */
+};
 
-static PyObject *encode_blosc_many(PyObject *self, PyObject *args)
+static void layout_from(struct layout *l, const Py_buffer *view, int lead)
 {
-    PyObject *compress_arg, *fill_arg;
-    int clevel, shuffle;
-    Py_ssize_t typesize, blocksize, size, pos, first;
-    const char *cname;
-    Py_buffer source, dest, sizes;
-    if (!PyArg_ParseTuple(args, "O(iinyn)y*nOw*nnw*", &compress_arg, &clevel, &shuffle,
-                          &typesize, &cname, &blocksize, &source, &size, &fill_arg, &dest, &pos,
-                          &first, &sizes))
+    l->buf = view->buf;
+    l->lead = lead;
+    l->ndim = view->ndim;
+    l->shape = view->shape;
+    l->strides = view->strides;
+    l->block = view->itemsize;
+    int d = view->ndim;
+    while (d > lead && (view->strides[d - 1] == l->block || view->shape[d - 1] == 1)) {
+        d--;
+        l->block *= view->shape[d];
+    }
+    l->inner = d - lead;
+}
+
+/* The first byte of chunk `k`. */
+static const char *chunk_start(const struct layout *l, Py_ssize_t k)
+{
+    const char *at = l->buf;
+    for (int d = l->lead - 1; d >= 0; d--) {
+        at += (k % l->shape[d]) * l->strides[d];
+        k /= l->shape[d];
+    }
+    return at;
+}
+
+/* Chunk `k` copied into `dest` in C order, a block at a time. */
+static void gather(const struct layout *l, Py_ssize_t k, char *dest)
+{
+    const char *base = chunk_start(l, k);
+    const Py_ssize_t *shape = l->shape + l->lead, *strides = l->strides + l->lead;
+    Py_ssize_t index[PyBUF_MAX_NDIM] = {0};
+    for (;;) {
+        const char *at = base;
+        for (int d = 0; d < l->inner; d++)
+            at += index[d] * strides[d];
+        memcpy(dest, at, (size_t)l->block);
+        dest += l->block;
+        int d = l->inner - 1;
+        while (d >= 0 && ++index[d] == shape[d])
+            index[d--] = 0;
+        if (d < 0)
+            return;
+    }
+}
+
+PyDoc_STRVAR(encode_many_doc,
+"encode_many(kind, functions, context, params, source, lead, size, fill, dest, pos, first,\n"
+"            sizes, scratch) -> (int, int, int)\n\n"
+"Compress chunks of `size` bytes without the GIL, from chunk `first` on, with `kind` (0 blosc\n"
+"1, 1 zstd): `functions` are addresses, (blosc_compress_ctx,) or (ZSTD_compress2,\n"
+"ZSTD_isError, ZSTD_compressBound); `context` the calling thread's ZSTD_CCtx with its level\n"
+"and checksum set (ignored for blosc); `params` (clevel, shuffle, typesize, cname, blocksize)\n"
+"for blosc (ignored for zstd). `source` is any buffer with strides: its first `lead`\n"
+"dimensions enumerate the chunks in C order, the others are a chunk's elements; a chunk whose\n"
+"bytes do not lie one after another is first copied into `scratch` (a writable buffer of\n"
+"`size` bytes, None when every chunk's do). Each goes to `dest` (a writable buffer) at byte\n"
+"`pos` on, one after another, its compressed size put in `sizes` (a writable int64 buffer,\n"
+"one per chunk); a chunk whose every element has the bytes of `fill` (None: never) is not\n"
+"stored, its size -1. Stops before a chunk that might not fit in what is left of `dest` (size\n"
+"+ 16 bytes for blosc, ZSTD_compressBound(size) for zstd), or at one the compressor fails:\n"
+"returns (the chunk to go on from, the byte `pos` it would go to, c-blosc's error code, -1\n"
+"for zstd's, or 0).");
+
+/* Whether the arguments agree: the chunks' bytes, their count and the buffers' sizes. */
+static int consistent(const Py_buffer *source, int lead, const struct layout *l, Py_ssize_t size,
+                      Py_ssize_t count, const Py_buffer *fill, int have_fill, const Py_buffer *dest,
+                      Py_ssize_t pos, Py_ssize_t first, const Py_buffer *sizes,
+                      const Py_buffer *scratch)
+{
+    Py_ssize_t elements = 1;
+    for (int d = lead; d < source->ndim; d++)
+        elements *= source->shape[d];
+    return lead >= 0 && lead <= source->ndim && size > 0 && elements * source->itemsize == size &&
+           sizes->len >= count * 8 && first >= 0 && first <= count && pos >= 0 &&
+           pos <= dest->len && (l->inner == 0 || (scratch->buf && scratch->len >= size)) &&
+           (!have_fill || (fill->len > 0 && size % fill->len == 0));
+}
+
+static PyObject *encode_many(PyObject *self, PyObject *args)
+{
+    PyObject *fns, *context, *params, *source_arg, *fill_arg, *scratch_arg;
+    int kind, lead;
+    Py_ssize_t size, pos, first;
+    Py_buffer source = {0}, dest, sizes, fill = {0}, scratch = {0};
+    if (!PyArg_ParseTuple(args, "iOOOOinOw*nnw*O", &kind, &fns, &context, &params, &source_arg,
+                          &lead, &size, &fill_arg, &dest, &pos, &first, &sizes, &scratch_arg))
         return NULL;
     PyObject *result = NULL;
-    Py_buffer fill = {0};
-    int have_fill = fill_arg != Py_None;
-    blosc_compress_fn compress = (blosc_compress_fn)PyLong_AsVoidPtr(compress_arg);
-    Py_ssize_t count = size > 0 ? source.len / size : 0;
-    if (PyErr_Occurred())
+    int have_fill = 0, have_source = 0, have_scratch = 0;
+    struct encoder e;
+    if (encoder_from(&e, kind, fns, context, params, size) < 0 ||
+        PyObject_GetBuffer(source_arg, &source, PyBUF_STRIDED_RO) < 0)
         goto finish;
-    if (have_fill && PyObject_GetBuffer(fill_arg, &fill, PyBUF_SIMPLE) < 0) {
-        have_fill = 0;
-        goto finish;
+    have_source = 1;
+    if (fill_arg != Py_None) {
+        if (PyObject_GetBuffer(fill_arg, &fill, PyBUF_SIMPLE) < 0)
+            goto finish;
+        have_fill = 1;
     }
-    if (!compress || size <= 0 || source.len != count * size || sizes.len < count * 8 ||
-        first < 0 || first > count || pos < 0 || pos > dest.len ||
-        (have_fill && (fill.len <= 0 || size % fill.len != 0))) {
+    if (scratch_arg != Py_None) {
+        if (PyObject_GetBuffer(scratch_arg, &scratch, PyBUF_WRITABLE) < 0)
+            goto finish;
+        have_scratch = 1;
+    }
+    struct layout l;
+    layout_from(&l, &source, lead < 0 || lead > source.ndim ? source.ndim : lead);
+    Py_ssize_t count = 1;
+    for (int d = 0; d < l.lead; d++)
+        count *= source.shape[d];
+    if (!consistent(&source, lead, &l, size, count, &fill, have_fill, &dest, pos, first, &sizes,
+                    &scratch)) {
         PyErr_SetString(PyExc_ValueError, "inconsistent sizes, positions or fill value");
         goto finish;
     }
     int64_t *sized = sizes.buf;
-    const char *src = source.buf;
     char *out = dest.buf;
     Py_ssize_t k = first;
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
     for (; k < count; k++) {
-        const char *chunk = src + k * size;
+        const char *chunk = chunk_start(&l, k);
+        if (l.inner) {
+            gather(&l, k, scratch.buf);
+            chunk = scratch.buf;
+        }
         if (have_fill && is_fill(chunk, (size_t)size, fill.buf, (size_t)fill.len)) {
             sized[k] = -1;
             continue;
         }
-        if (dest.len - pos < size + BLOSC_HEADER)
+        if ((size_t)(dest.len - pos) < e.room)
             break;
-        /* Room for exactly what one call per chunk gives c-blosc: with more, it would keep a
-         * compressed chunk larger than the chunk rather than store the chunk as is. */
-        int n = compress(clevel, shuffle, (size_t)typesize, (size_t)size, chunk, out + pos,
-                         (size_t)(size + BLOSC_HEADER), cname, (size_t)blocksize, 1);
+        Py_ssize_t n = encode_one(&e, chunk, (size_t)size, out + pos);
         if (n <= 0) {
-            failed = n < 0 ? n : -1;
+            failed = n < 0 ? (int)n : -1;
             break;
         }
         sized[k] = n;
@@ -260,7 +412,10 @@ static PyObject *encode_blosc_many(PyObject *self, PyObject *args)
 finish:
     if (have_fill)
         PyBuffer_Release(&fill);
-    PyBuffer_Release(&source);
+    if (have_scratch)
+        PyBuffer_Release(&scratch);
+    if (have_source)
+        PyBuffer_Release(&source);
     PyBuffer_Release(&dest);
     PyBuffer_Release(&sizes);
     return result;
@@ -268,7 +423,7 @@ finish:
 
 static PyMethodDef methods[] = {
     {"decode_many", decode_many, METH_VARARGS, decode_many_doc},
-    {"encode_blosc_many", encode_blosc_many, METH_VARARGS, encode_blosc_many_doc},
+    {"encode_many", encode_many, METH_VARARGS, encode_many_doc},
     {NULL, NULL, 0, NULL},
 };
 

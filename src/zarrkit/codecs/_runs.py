@@ -1,5 +1,5 @@
-"""Runs of chunks of one compressor decoded (blosc, zstd) or encoded (blosc) by one call that
-does not hold the GIL: the C extension `_many` (see `_many.c` for why), with the c-blosc and
+"""Runs of chunks of one compressor decoded or encoded (blosc, zstd) by one call that does not
+hold the GIL: the C extension `_many` (see `_many.c` for why), with the c-blosc and
 libzstd functions the codecs already use. Without the extension (not compiled, or
 `ZARRKIT_CHUNK_RUNS=0`), or without those libraries, the functions here are None and chunks are
 coded one call each."""
@@ -21,13 +21,11 @@ except ImportError:  # not compiled here
 #: (sources, destination, decoded bytes per chunk, slots) -> how many were decoded (`_many.c`).
 Decoder = Callable[[Sequence[Buffer], memoryview, int, Sequence[int]], int]
 
-#: (blosc parameters, source, bytes per chunk, fill bytes or None, destination, position, first
-#: chunk, sizes) -> (next chunk, next position, c-blosc's error or 0) (`_many.c`).
-Encoder = Callable[[tuple[int, int, int, bytes, int], Buffer, int, bytes | None, memoryview, int,
-                    int, Any], tuple[int, int, int]]
-
-#: The most a run's encoder adds to a chunk (blosc's header; `_many.c` wants this much room).
-MAX_OVERHEAD = 16
+#: (the compressor's parameters, source, dimensions that enumerate its chunks, bytes per chunk,
+#: fill bytes or None, destination, position, first chunk, sizes, scratch or None) -> (next
+#: chunk, next position, the compressor's error or 0) (`_many.c`).
+Encoder = Callable[[Any, Buffer, int, int, bytes | None, memoryview, int, int, Any,
+                    memoryview | None], tuple[int, int, int]]
 
 _ENABLED = _many is not None and os.environ.get("ZARRKIT_CHUNK_RUNS", "1") != "0"
 _BLOSC, _ZSTD = 0, 1
@@ -42,10 +40,11 @@ def _blosc() -> Decoder | None:
 
 
 def _blosc_encoder() -> Encoder | None:
+    """Parameters: (clevel, shuffle, typesize, cname, blocksize) as c-blosc takes them."""
     if not (_ENABLED and _cblosc.available):
         return None
-    compress = _cblosc.compress_function()
-    return lambda *args: _many.encode_blosc_many(compress, *args)
+    functions = (_cblosc.compress_function(),)
+    return lambda params, *args: _many.encode_many(_BLOSC, functions, 0, params, *args)
 
 
 def _zstd() -> Decoder | None:
@@ -56,6 +55,16 @@ def _zstd() -> Decoder | None:
         _ZSTD, functions, _libzstd.thread_context(), sources, dest, size, slots)
 
 
+def _zstd_encoder() -> Encoder | None:
+    """Parameters: (level, checksum)."""
+    if not (_ENABLED and _libzstd.compression_available):
+        return None
+    functions = _libzstd.compress_functions()
+    return lambda params, *args: _many.encode_many(
+        _ZSTD, functions, _libzstd.compression_context(*params), None, *args)
+
+
 blosc_decoder = _blosc()
 blosc_encoder = _blosc_encoder()
 zstd_decoder = _zstd()
+zstd_encoder = _zstd_encoder()

@@ -115,6 +115,12 @@ class BloscCodec(BytesBytesCodec):
         params = (self.clevel, self._shuffle, self.typesize or 1, self._cname, self.blocksize)
         return partial(_runs.blosc_encoder, params)
 
+    @staticmethod
+    def run_room(size: int) -> int:
+        """The most a chunk of `size` bytes takes in a run (`many_encoder`): c-blosc's header
+        more (it stores incompressible data as is)."""
+        return size + _cblosc.MAX_OVERHEAD
+
     @property
     def fast_decode(self) -> bool:  # type: ignore[override]
         return self.cname in ("lz4", "lz4hc", "blosclz", "snappy")

@@ -235,11 +235,10 @@ class ShardingCodec(ArrayBytesCodec):
 
     def pack_region_transient(self, region: np.ndarray, skip_fill: bool) -> memoryview | None:
         """`pack_transient` of a whole shard's values (`region`: the shard's shape, any strides)
-        when the inner chain encodes runs by one call (`CodecChain.encodes_many`): slabs of rows
-        of inner chunks, up to _GATHER_LIMIT bytes, gathered in C order by one copy each, then
-        compressed one after another straight into the shard's buffer, those whose every
-        element is the fill value left out when `skip_fill`. Valid until this thread's next
-        call; None when no inner chunk is stored."""
+        when the inner chain encodes runs by one call (`CodecChain.encodes_many`): the inner
+        chunks compressed one after another straight from `region` into the shard's buffer,
+        those whose every element is the fill value left out when `skip_fill`. Valid until this
+        thread's next call; None when no inner chunk is stored."""
         self._require_bound()
         per_shard, size = self.chunks_per_shard, self.inner.spec.nbytes
         count = math.prod(per_shard)
@@ -250,33 +249,22 @@ class ShardingCodec(ArrayBytesCodec):
         # Room for the whole shard uncompressed, up to the size a thread keeps: then the buffer
         # is reused from shard to shard, and grows only for shards that compress badly.
         room = start + self.inner.run_room(count) + tail
-        buf, pos = whole_scratch(min(room, max(SCRATCH_LIMIT, start + 2 * size + tail)),
-                                 "shard"), start
+        buf = whole_scratch(min(room, max(SCRATCH_LIMIT, start + 2 * size + tail)), "shard")
         blocks = region.reshape(self._split).transpose(self._block_axes)
-        lead = per_shard[0] if per_shard else 1
-        rows = max(1, _GATHER_LIMIT // (count // lead * size))
-        for first in range(0, lead, rows):
-            part = blocks[first:first + rows] if per_shard else blocks
-            n = part.size // math.prod(self.inner.spec.shape)
-            gathered = np.frombuffer(whole_scratch(n * size, "gathered"), region.dtype,
-                                     part.size).reshape(part.shape)
-            np.copyto(gathered, part)
-            done = first * (count // lead)
-            buf, pos = self._encode_run(gathered, fill, buf, pos, sizes[done:done + n], room, tail)
+        buf, pos = self._encode_run(blocks, len(per_shard), fill, buf, start, sizes, room, tail)
         trim_scratch("shard")
-        trim_scratch("gathered")
         flats = np.flatnonzero(sizes >= 0)
         return self._indexed(buf, pos, flats, sizes[flats]) if len(flats) else None
 
-    def _encode_run(self, gathered: np.ndarray, fill: bytes | None, buf: memoryview, pos: int,
-                    sizes: np.ndarray, room: int, tail: int) -> tuple[memoryview, int]:
-        """The inner chunks in `gathered` compressed into `buf` from `pos` on, the buffer grown
-        (up to `room`, keeping what is assembled) when the next might not fit: (the buffer, the
-        position after them)."""
+    def _encode_run(self, blocks: np.ndarray, lead: int, fill: bytes | None, buf: memoryview,
+                    pos: int, sizes: np.ndarray, room: int, tail: int) -> tuple[memoryview, int]:
+        """The inner chunks of `blocks` (their grid's `lead` dimensions first) compressed into
+        `buf` from `pos` on, the buffer grown (up to `room`, keeping what is assembled) when the
+        next might not fit: (the buffer, the position after them)."""
         size, done = self.inner.spec.nbytes, 0
         while done < len(sizes):
-            done, pos = self.inner.encode_many_into(gathered, fill, buf[:len(buf) - tail], pos,
-                                                    done, sizes)
+            done, pos = self.inner.encode_many_into(blocks, fill, buf[:len(buf) - tail], pos,
+                                                    done, sizes, lead)
             if done < len(sizes):
                 buf = _grown(buf, pos, min(room, max(2 * len(buf), pos + 2 * size + tail)))
         return buf, pos
@@ -385,12 +373,6 @@ class ShardingCodec(ArrayBytesCodec):
             except CorruptDataError as e:
                 raise type(e)(f"{_NAME}: inner chunk {coords}: {e}") from e
         return out
-
-
-#: Bytes of inner chunks gathered at a time for `pack_region_transient`: the slab stays in
-#: the CPU's cache for its compression, and a thread's gather buffer is this small (a shard's
-#: worth, 8 MiB, cost each thread ~5 ms of fresh huge pages zeroed and faulted in per write).
-_GATHER_LIMIT = 1 << 20
 
 
 def _grown(buf: memoryview, pos: int, size: int) -> memoryview:

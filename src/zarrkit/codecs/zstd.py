@@ -6,6 +6,7 @@ declared size, trailing bytes)."""
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any, Self
 
 import numcodecs
@@ -56,6 +57,19 @@ class ZstdCodec(BytesBytesCodec):
     def many_decoder(self) -> _runs.Decoder | None:
         """Decodes runs of this codec's chunks by one call (`_runs`); None without it."""
         return _runs.zstd_decoder if _libzstd.available else None
+
+    def many_encoder(self, size: int) -> _runs.Encoder | None:
+        """Encodes runs of chunks of `size` bytes by one call (`_runs.zstd_encoder`: libzstd
+        into a reused buffer, where python-zstandard returns new memory per chunk, ~140 pages
+        to fault in for a chunk of 512 KiB); None without it."""
+        if _runs.zstd_encoder is None:
+            return None
+        return partial(_runs.zstd_encoder, (self.level, self.checksum))
+
+    @staticmethod
+    def run_room(size: int) -> int:
+        """The most a chunk of `size` bytes takes in a run (`many_encoder`)."""
+        return _libzstd.compress_bound(size)
 
     def decode_sized(self, data: Buffer, spec: ChunkSpec, size: int) -> Buffer:
         """Decode output that must be exactly `size` bytes, checked before any allocation (bombs)."""

@@ -921,11 +921,9 @@ def _write_run(arr: ChunkedArray, run: list[ChunkProjection], value: np.ndarray)
     if len(run) == 1:
         _write_chunk(arr, run[0], value[run[0].out_selection])
         return
-    chunks = np.frombuffer(scratch(len(run) * arr.chain.spec.nbytes, "run"), arr.dtype,
-                           len(run) * math.prod(arr.chunk_shape)).reshape(-1, *arr.chunk_shape)
-    np.copyto(chunks, _side_by_side_chunks(run, value, arr.chunk_shape))
     fill = None if arr.write_empty_chunks else arr.fill_bytes
-    encoded, sizes = arr.chain.encode_many_transient(chunks, fill)
+    encoded, sizes = arr.chain.encode_many_transient(
+        _side_by_side_chunks(run, value, arr.chunk_shape), fill)
     ends = np.cumsum(np.maximum(sizes, 0)).tolist()
     arr.store.replace_many([arr.key(p.coords) for p in run], [
         None if size < 0 else encoded[end - size:end]
@@ -1014,9 +1012,11 @@ def _encoded_batch(arr: ChunkedArray, projections: list[ChunkProjection], value:
     values: list[Buffer | None] = []
     used = 0
     raw = arr.chain.stores_raw and not arr.dtype.hasobject
-    for run in _side_by_side(projections, arr.chunk_shape) if raw else [[p] for p in projections]:
+    runs = raw or arr.chain.encodes_many and not arr.dtype.hasobject
+    for run in _side_by_side(projections, arr.chunk_shape) if runs else [[p] for p in projections]:
         if len(run) > 1:
-            used = _gather_raw(arr, run, value, arena, used, values)
+            gather = _gather_raw if raw else _encode_run
+            used = gather(arr, run, value, arena, used, values)
             keys.extend(arr.key(p.coords) for p in run)
             continue
         p = run[0]
@@ -1079,6 +1079,27 @@ def _gather_raw(arr: ChunkedArray, run: list[ChunkProjection], value: np.ndarray
     values.extend(None if i in fill else arena[used + i * size:used + (i + 1) * size]
                   for i in range(n))
     return used + n * size
+
+
+def _encode_run(arr: ChunkedArray, run: list[ChunkProjection], value: np.ndarray,
+                arena: memoryview, used: int, values: list[Buffer | None]) -> int:
+    """`_gather_raw` for a chain that encodes runs (`CodecChain.encodes_many`): the chunks of
+    `run` compressed into `arena` by one call, or into memory of their own when it might not
+    hold them."""
+    chunks = _side_by_side_chunks(run, value, arr.chunk_shape)
+    fill = None if arr.write_empty_chunks else arr.fill_bytes
+    room = arr.chain.run_room(len(run))
+    sizes = np.empty(len(run), np.int64)
+    if used + room <= len(arena):
+        _, end = arr.chain.encode_many_into(chunks, fill, arena[used:used + room], 0, 0, sizes)
+        encoded, start = arena, used
+    else:
+        encoded, sizes = arr.chain.encode_many_transient(chunks, fill)
+        encoded, start, end = memoryview(bytes(encoded)), 0, len(encoded)
+    ends = (start + np.cumsum(np.maximum(sizes, 0))).tolist()
+    values.extend(None if size < 0 else encoded[stop - size:stop]
+                  for size, stop in zip(sizes.tolist(), ends, strict=True))
+    return used + end if encoded is arena else used
 
 
 def _side_by_side_chunks(run: list[ChunkProjection], value: np.ndarray,
