@@ -230,8 +230,8 @@ def _stored_files(root):
 def test_chunks_written_in_runs_are_stored_as_chunk_by_chunk(tmp_path, monkeypatch, shape,
                                                              chunks, selection,
                                                              write_empty_chunks):
-    """Whole chunks side by side are gathered by one copy, compressed by one call and stored by
-    one batch per run (`_write_runs`): the same files as chunk by chunk, fill chunks left out
+    """Whole chunks side by side are copied out and compressed by one call and stored by one
+    batch per run (`_write_runs`): the same files as chunk by chunk, fill chunks left out
     (or kept) alike."""
     from zarrkit.engine import chunk_io
 
@@ -265,14 +265,18 @@ def test_chunks_written_in_runs_are_stored_as_chunk_by_chunk(tmp_path, monkeypat
     assert _stored_files(roots[0]) == _stored_files(roots[1])
 
 
-def test_a_run_is_stored_by_one_batch_call(tmp_path, monkeypatch, many_decoder):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_run_is_stored_by_one_batch_call(tmp_path, monkeypatch, many_decoder, threads):
+    """A run is stored by one call; runs are cut short so that each thread has two or more
+    (a row of 4 chunks: one run for one thread, two runs of 2 for two)."""
     from zarrkit.engine import chunk_io
     from zarrkit.kvstore import _file_batch
 
     monkeypatch.setattr(chunk_io, "run_all", lambda fn, items, width=0: [fn(i) for i in items])
+    monkeypatch.setattr(chunk_io, "concurrency", lambda: threads)
     monkeypatch.setattr(chunk_io, "INLINE_READ_BYTES", 0)  # not the small-chunk batches
     a = zarrkit.create(str(tmp_path / "a"), shape=(512, 1024), dtype="uint16",
-                       chunks=(256, 256), codecs=_BLOSC)  # 128 KiB chunks: 8 per run
+                       chunks=(256, 256), codecs=_BLOSC)  # 128 KiB chunks: 64 per run
     data = (np.arange(512 * 1024, dtype="uint32").reshape(512, 1024) * 40503 % 65521
             ).astype("uint16")
     a[...] = data + 1  # the directories made (a file that makes one is written alone)
@@ -282,8 +286,8 @@ def test_a_run_is_stored_by_one_batch_call(tmp_path, monkeypatch, many_decoder):
         monkeypatch.setattr(_file_batch._fileio, name, lambda *args, name=name, real=real: (
             calls.append((name, len(args[1]) if name == "write_files" else 1)), real(*args))[1])
     a[...] = data
-    if many_decoder == "one call":  # a row of 4 chunks is one run: one call per row
-        assert calls == [("write_files", 4)] * 2
+    if many_decoder == "one call":  # a row of 4 chunks holds one run or two
+        assert calls == [("write_files", 4 // threads)] * 2 * threads
     else:
         assert calls == [("replace_file", 1)] * 8
     np.testing.assert_array_equal(a[...], data)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, CorruptDataError, ZarrkitError
-from ..scratch import SCRATCH_LIMIT, scratch, whole_scratch
+from ..scratch import SCRATCH_LIMIT, scratch, trim_scratch, whole_scratch
 from ._buffers import byte_view, nbytes
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
 from .registry import parse_codec
@@ -278,6 +278,7 @@ class CodecChain:
         raw = source.view(np.dtype((np.void, source.dtype.itemsize)))
         done, pos, error = self._many_encoder(raw, lead, self._many_size, fill, dest, pos, first,
                                               sizes, gather)
+        trim_scratch("gather")  # kept only up to the size a thread keeps
         if error:
             raise CodecError(f"{self.bytes_bytes[0].name} codec: could not compress "
                              f"{self._many_size} bytes ({error})")
