@@ -259,6 +259,11 @@ def test_blosc_encoder_reports_c_blosc_errors_and_refuses_bad_arguments():
     with pytest.raises(ValueError, match="inconsistent"):  # chunks to copy out, no scratch
         _runs.blosc_encoder(PARAMS, strided, 1, SIZE // 2, None, memoryview(bytearray(SIZE)), 0,
                             0, np.empty(2, np.int64), None)
+    for lead in (-1, 4):  # no such dimensions
+        with pytest.raises(ValueError, match="inconsistent"):
+            _runs.blosc_encoder(PARAMS, strided, lead, SIZE // 2, None,
+                                memoryview(bytearray(SIZE)), 0, 0, np.empty(2, np.int64),
+                                memoryview(bytearray(SIZE)))
     with pytest.raises(ValueError, match="inconsistent"):  # a scratch too small for one
         _runs.blosc_encoder(PARAMS, strided, 1, SIZE // 2, None, memoryview(bytearray(SIZE)), 0,
                             0, np.empty(2, np.int64), memoryview(bytearray(10)))
@@ -625,3 +630,27 @@ def test_runs_compress_with_python_zstandards_libzstd_else_the_systems(monkeypat
     assert ours.ZSTD_compressBound(SIZE) == _libzstd.compress_bound(SIZE) > SIZE
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # no such build
     assert _libzstd._load_compressor() is _libzstd._lib
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_blosc_encoder_copies_out_any_strided_view(seed):
+    """Random views (steps, reversals, transpositions, lengths of one) of random shapes and
+    item sizes, split into a grid of chunks on 0 to 2 leading dimensions: each chunk decodes
+    to its values in C order."""
+    rng = np.random.default_rng(seed)
+    ndim = int(rng.integers(1, 5))
+    lead = int(rng.integers(0, min(ndim, 2) + 1))
+    dtype = rng.choice(["u1", "<u2", "<i4", "<f8"])
+    base = rng.integers(0, 50, [int(n) for n in rng.integers(1, 9, ndim)]).astype(dtype)
+    view = base[tuple(slice(None, None, int(rng.choice([1, 2, -1, -2]))) for _ in range(ndim))]
+    view = view.transpose(rng.permutation(ndim))
+    grid, shape = view.shape[:lead], view.shape[lead:]
+    count, size = math.prod(grid), math.prod(shape) * view.itemsize
+    dest = memoryview(bytearray(count * (size + 16)))
+    sizes = np.empty(count, np.int64)
+    done, end, error = _runs.blosc_encoder((5, 1, view.itemsize, b"lz4", 0), view, lead, size,
+                                           None, dest, 0, 0, sizes, memoryview(bytearray(size)))
+    assert (done, error) == (count, 0) and end == sizes.sum()
+    ends = np.cumsum(sizes)
+    assert [numcodecs.Blosc().decode(bytes(dest[e - n:e])) for n, e in zip(sizes, ends, strict=True)
+            ] == [np.ascontiguousarray(view[k]).tobytes() for k in np.ndindex(grid)]

@@ -337,10 +337,12 @@ static int consistent(const Py_buffer *source, int lead, const struct layout *l,
                       Py_ssize_t pos, Py_ssize_t first, const Py_buffer *sizes,
                       const Py_buffer *scratch)
 {
+    if (lead < 0 || lead > source->ndim)
+        return 0;
     Py_ssize_t elements = 1;
     for (int d = lead; d < source->ndim; d++)
         elements *= source->shape[d];
-    return lead >= 0 && lead <= source->ndim && size > 0 && elements * source->itemsize == size &&
+    return size > 0 && elements * source->itemsize == size &&
            sizes->len >= count * 8 && first >= 0 && first <= count && pos >= 0 &&
            pos <= dest->len && (l->inner == 0 || (scratch->buf && scratch->len >= size)) &&
            (!have_fill || (fill->len > 0 && size % fill->len == 0));
