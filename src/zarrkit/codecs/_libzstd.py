@@ -102,13 +102,14 @@ _local = threading.local()
 
 
 class _Context:
-    """A decompression context, one per thread (reused: making one per chunk costs ~10 us)."""
+    """A libzstd context (`create`d, `free`d when dropped), one per thread and use (reused:
+    making one per chunk costs ~10 us)."""
 
-    def __init__(self) -> None:
-        self._free = _lib.ZSTD_freeDCtx  # kept: module globals are gone at interpreter exit
-        self.ptr = _lib.ZSTD_createDCtx()
+    def __init__(self, create: Any, free: Any, what: str) -> None:
+        self._free = free  # kept: module globals are gone at interpreter exit
+        self.ptr = create()
         if not self.ptr:
-            raise MemoryError("libzstd could not allocate a decompression context")
+            raise MemoryError(f"libzstd could not allocate a {what} context")
 
     def __del__(self) -> None:
         if self.ptr:
@@ -118,20 +119,26 @@ class _Context:
 def _context() -> int:
     found = getattr(_local, "context", None)
     if found is None:
-        found = _local.context = _Context()
+        found = _local.context = _Context(_lib.ZSTD_createDCtx, _lib.ZSTD_freeDCtx,
+                                          "decompression")
     return found.ptr
 
 
-def one_shot_functions() -> tuple[int, int, int, int]:
+def _addresses(lib: Any, names: tuple[str, ...]) -> tuple[int, ...]:
+    """The addresses of `lib`'s functions `names`, for C code that calls them."""
+    return tuple(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in names)  # type: ignore[return-value]
+
+
+def one_shot_functions() -> tuple[int, ...]:
     """The addresses of ZSTD_decompressDCtx, ZSTD_getFrameContentSize,
     ZSTD_findFrameCompressedSize and ZSTD_isError, for C code that decodes with this library
     and the calling thread's context (`thread_context`)."""
-    return tuple(ctypes.cast(getattr(_lib, name), ctypes.c_void_p).value for name in (  # type: ignore[return-value]
-        "ZSTD_decompressDCtx", "ZSTD_getFrameContentSize", "ZSTD_findFrameCompressedSize",
-        "ZSTD_isError"))
+    return _addresses(_lib, ("ZSTD_decompressDCtx", "ZSTD_getFrameContentSize",
+                             "ZSTD_findFrameCompressedSize", "ZSTD_isError"))
 
 
 thread_context = _context
+
 
 def decompress(src: int | bytes, src_size: int, dest: int, size: int) -> int:
     """Decode the zstd frame(s) of `src_size` bytes at `src` into `size` bytes at `dest`: the
@@ -164,24 +171,6 @@ def decompress_prefix(src: int | bytes, src_size: int, dest: int, nbytes: int) -
 _C_COMPRESSION_LEVEL, _C_CHECKSUM_FLAG = 100, 201  # ZSTD_cParameter
 
 
-class _CompressionContext:
-    """A compression context with its level and checksum set, one per thread and setting."""
-
-    def __init__(self, level: int, checksum: bool) -> None:
-        self._free = _clib.ZSTD_freeCCtx  # kept: module globals are gone at interpreter exit
-        self.ptr = _clib.ZSTD_createCCtx()
-        if not self.ptr:
-            raise MemoryError("libzstd could not allocate a compression context")
-        for parameter, value in ((_C_COMPRESSION_LEVEL, level), (_C_CHECKSUM_FLAG, checksum)):
-            result = _clib.ZSTD_CCtx_setParameter(self.ptr, parameter, int(value))
-            if _clib.ZSTD_isError(result):
-                raise ValueError(_clib.ZSTD_getErrorName(result).decode("ascii", "replace"))
-
-    def __del__(self) -> None:
-        if self.ptr:
-            self._free(self.ptr)
-
-
 def compression_context(level: int, checksum: bool) -> int:
     """The calling thread's ZSTD_CCtx that compresses at `level` (0: libzstd's default), with a
     checksum or not, for C code that compresses with this library (`compress_functions`)."""
@@ -190,14 +179,18 @@ def compression_context(level: int, checksum: bool) -> int:
         contexts = _local.compression = {}
     found = contexts.get((level, checksum))
     if found is None:
-        found = contexts[level, checksum] = _CompressionContext(level, checksum)
+        found = _Context(_clib.ZSTD_createCCtx, _clib.ZSTD_freeCCtx, "compression")
+        for parameter, value in ((_C_COMPRESSION_LEVEL, level), (_C_CHECKSUM_FLAG, checksum)):
+            result = _clib.ZSTD_CCtx_setParameter(found.ptr, parameter, int(value))
+            if _clib.ZSTD_isError(result):
+                raise ValueError(_clib.ZSTD_getErrorName(result).decode("ascii", "replace"))
+        contexts[level, checksum] = found
     return found.ptr
 
 
-def compress_functions() -> tuple[int, int, int]:
+def compress_functions() -> tuple[int, ...]:
     """The addresses of ZSTD_compress2, ZSTD_isError and ZSTD_compressBound."""
-    return tuple(ctypes.cast(getattr(_clib, name), ctypes.c_void_p).value for name in (  # type: ignore[return-value]
-        "ZSTD_compress2", "ZSTD_isError", "ZSTD_compressBound"))
+    return _addresses(_clib, ("ZSTD_compress2", "ZSTD_isError", "ZSTD_compressBound"))
 
 
 def compress_bound(size: int) -> int:

@@ -928,10 +928,15 @@ def _write_run(arr: ChunkedArray, run: list[ChunkProjection], value: np.ndarray)
     fill = None if arr.write_empty_chunks else arr.fill_bytes
     encoded, sizes = arr.chain.encode_many_transient(
         _side_by_side_chunks(run, value, arr.chunk_shape), fill)
-    ends = np.cumsum(np.maximum(sizes, 0)).tolist()
-    arr.store.replace_many([arr.key(p.coords) for p in run], [
-        None if size < 0 else encoded[end - size:end]
-        for size, end in zip(sizes.tolist(), ends, strict=True)])
+    arr.store.replace_many([arr.key(p.coords) for p in run], _pieces(encoded, 0, sizes))
+
+
+def _pieces(encoded: memoryview, start: int, sizes: np.ndarray) -> list[Buffer | None]:
+    """The stored bytes of a run's chunks, one after another in `encoded` from `start` on (None
+    for a chunk of the fill value: its size is -1)."""
+    ends = (start + np.cumsum(np.maximum(sizes, 0))).tolist()
+    return [None if size < 0 else encoded[end - size:end]
+            for size, end in zip(sizes.tolist(), ends, strict=True)]
 
 
 #: The fewest small chunks each thread of a write takes (`_write_small`).
@@ -1093,17 +1098,14 @@ def _encode_run(arr: ChunkedArray, run: list[ChunkProjection], value: np.ndarray
     chunks = _side_by_side_chunks(run, value, arr.chunk_shape)
     fill = None if arr.write_empty_chunks else arr.fill_bytes
     room = arr.chain.run_room(len(run))
-    sizes = np.empty(len(run), np.int64)
-    if used + room <= len(arena):
-        _, end = arr.chain.encode_many_into(chunks, fill, arena[used:used + room], 0, 0, sizes)
-        encoded, start = arena, used
-    else:
+    if used + room > len(arena):
         encoded, sizes = arr.chain.encode_many_transient(chunks, fill)
-        encoded, start, end = memoryview(bytes(encoded)), 0, len(encoded)
-    ends = (start + np.cumsum(np.maximum(sizes, 0))).tolist()
-    values.extend(None if size < 0 else encoded[stop - size:stop]
-                  for size, stop in zip(sizes.tolist(), ends, strict=True))
-    return used + end if encoded is arena else used
+        values.extend(_pieces(memoryview(bytes(encoded)), 0, sizes))
+        return used
+    sizes = np.empty(len(run), np.int64)
+    _, end = arr.chain.encode_many_into(chunks, fill, arena[used:used + room], 0, 0, sizes)
+    values.extend(_pieces(arena, used, sizes))
+    return used + end
 
 
 def _side_by_side_chunks(run: list[ChunkProjection], value: np.ndarray,
