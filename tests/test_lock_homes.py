@@ -7,10 +7,12 @@ go with their array."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -77,6 +79,31 @@ def test_locks_of_a_node_live_in_its_directory_and_stay_out_of_listings(tmp_path
     assert store.list_dir("a/") == (["zarr.json"], [])
     g = zarrkit.open_group(root, mode="r")
     assert list(g.keys()) == ["a"]
+
+
+def _open_lock_files(root) -> int:
+    """How many of this process's descriptors are open on lock files below `root`."""
+    fds = os.listdir("/proc/self/fd")
+    links = [os.readlink(f"/proc/self/fd/{fd}") for fd in fds
+             if os.path.exists(f"/proc/self/fd/{fd}")]
+    return sum(1 for link in links if link.startswith(str(root)) and LOCK_DIR in link)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="lists descriptors in /proc")
+def test_a_dropped_store_closes_its_lock_file_without_the_garbage_collector(tmp_path):
+    root = _hierarchy(tmp_path)
+    gc.collect()
+    gc.disable()  # what is left open now waits for no collection
+    try:
+        a = zarrkit.open(root / "a", mode="r+")
+        a[...] = 1
+        store = weakref.ref(a.store)
+        assert _open_lock_files(root) == 1
+        del a
+        assert store() is None  # freed when its last reference went, no cycle keeps it
+        assert _open_lock_files(root) == 0
+    finally:
+        gc.enable()
 
 
 def test_a_v2_array_is_a_node_too(tmp_path):

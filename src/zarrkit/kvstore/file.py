@@ -1296,7 +1296,9 @@ class _ProcessLockFile:
     """
 
     def __init__(self, store: FileStore, home: str) -> None:
-        self._store, self._home = store, home
+        # Weak: the store owns this description. A strong reference made a cycle, and the
+        # descriptor of a dropped store stayed open until the garbage collector found it.
+        self._store, self._home = weakref.ref(store), home
         self._state = (-1, 0)  # (descriptor, pid that opened it)
         self._guard = threading.Lock()
         _LOCK_FILES.add(self)
@@ -1317,7 +1319,9 @@ class _ProcessLockFile:
         with self._guard:
             fd, pid = self._state
             if pid != os.getpid():
-                fd, pid = self._store._open_lock_file(key, self._home), os.getpid()
+                store = self._store()
+                assert store is not None  # the caller's lock holds the store
+                fd, pid = store._open_lock_file(key, self._home), os.getpid()
                 weakref.finalize(self, _close_in, fd, pid)
                 self._state = (fd, pid)
         return fd
