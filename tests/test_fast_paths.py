@@ -4,6 +4,7 @@ chunks decoded straight into one buffer, c-blosc called directly, transient shar
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -278,6 +279,70 @@ def test_scratch_buffers_are_on_small_pages():
     thread.start()
     thread.join()
     assert found == [(True, True)]
+
+
+def _in_a_thread(fn):
+    out = []
+    thread = threading.Thread(target=lambda: out.append(fn()))
+    thread.start()
+    thread.join()
+    return out[0]
+
+
+def test_threads_keep_scratch_buffers_up_to_the_budget_and_let_go_of_the_rest(monkeypatch):
+    from zarrkit import scratch
+
+    monkeypatch.setattr(scratch, "SCRATCH_BUDGET", scratch.kept_scratch() + (3 << 20))
+
+    def two_buffers():
+        first = scratch.whole_scratch(2 << 20, "test-budget-a")
+        over = scratch.whole_scratch(2 << 20, "test-budget-b")  # past the budget
+        kept = scratch.kept_scratch()
+        again = scratch.whole_scratch(1 << 20, "test-budget-a")  # the kept one, reused
+        other = scratch.whole_scratch(1 << 20, "test-budget-b")  # a new one, not the first
+        return (np.shares_memory(np.frombuffer(first, np.uint8), np.frombuffer(again, np.uint8)),
+                np.shares_memory(np.frombuffer(over, np.uint8), np.frombuffer(other, np.uint8)),
+                kept)
+
+    before = scratch.kept_scratch()
+    reused, reused_over, kept = _in_a_thread(two_buffers)
+    assert reused and not reused_over
+    assert kept == before + (2 << 20)
+    assert scratch.kept_scratch() == before  # the thread ended: its buffers are freed
+
+
+def test_the_scratch_budget_is_set_by_the_environment():
+    import subprocess
+    import sys
+
+    code = "from zarrkit import scratch; print(scratch.SCRATCH_BUDGET)"
+    env = {**os.environ, "ZARRKIT_SCRATCH_BYTES": "12345"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "12345"
+
+
+def test_reads_and_writes_are_whole_with_no_scratch_buffer_kept(tmp_path, monkeypatch):
+    """With a budget of nothing, every use of a scratch buffer gets memory of its own: what
+    each path writes there is used before the next asks again."""
+    from zarrkit import scratch
+
+    monkeypatch.setattr(scratch, "SCRATCH_BUDGET", 0)
+    monkeypatch.setattr(scratch, "_local", threading.local())  # no thread has one yet
+    data = np.arange(256 * 300, dtype="uint16").reshape(256, 300) % 1000
+    blosc = {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2}
+    for shards, codec, config in ((None, "zstd", {"level": 3}), ((128, 150), "blosc", blosc),
+                                  (None, "gzip", {"level": 1})):
+        a = zarrkit.create(tmp_path / f"{codec}.zarr", shape=data.shape, dtype=data.dtype,
+                           chunks=(32, 50), shards=shards,
+                           compressors=[{"name": codec, "configuration": config}])
+        a[...] = data
+        a[5:77, 3:201] = data[5:77, 3:201] + 1
+        expected = data.copy()
+        expected[5:77, 3:201] += 1
+        np.testing.assert_array_equal(a[...], expected)
+        np.testing.assert_array_equal(a[100:200, 17:290], expected[100:200, 17:290])
+        np.testing.assert_array_equal(a[[3, 200], 7], expected[[3, 200], 7])
 
 
 @pytest.mark.parametrize("dtype", ["O", [("a", "<i4"), ("b", "<f8", (2,))], "M8[s]", "S7"])

@@ -850,7 +850,8 @@ def check_reads(case, model, handle, where, keys, path):
 #: (not inline), batches of a few chunks, batch buffers too small for a run's room.
 SMALL_THRESHOLDS = {"zarrkit.engine.chunk_io": {
     "INLINE_READ_BYTES": 0, "INLINE_SLOW_READ_BYTES": 0, "INLINE_CHUNK_BYTES": 0,
-    "RUN_BYTES": 64, "WRITE_BATCH_BYTES": 64, "WRITE_ARENA_BYTES": 72, "MIN_SMALL_PART": 1}}
+    "RUN_BYTES": 64, "WRITE_BATCH_BYTES": 64, "WRITE_ARENA_BYTES": 72, "MIN_SMALL_PART": 1},
+    "zarrkit.scratch": {"SCRATCH_BUDGET": 0}}  # buffers beyond those kept: memory of their own
 
 
 @contextlib.contextmanager

@@ -8,12 +8,21 @@ import os
 import sys
 import threading
 import time
+import weakref
 
 import numpy as np
 
 #: Decoded chunks up to this size may go to a thread's reused scratch buffer (see `scratch`).
 SCRATCH_LIMIT = 8 << 20
+#: The bytes of scratch buffers that all threads together keep between calls
+#: (ZARRKIT_SCRATCH_BYTES): a buffer beyond it serves its call and is then let go. Each thread
+#: keeps a buffer per use (up to SCRATCH_LIMIT or so each), so without a bound what stays
+#: allocated after a large read or write grows with the threads: a pool thread per core, and
+#: every thread of the user's that reads or writes.
+SCRATCH_BUDGET = int(os.environ.get("ZARRKIT_SCRATCH_BYTES", 256 << 20))
 _local = threading.local()
+_kept = [0]  # bytes of the buffers threads keep now
+_kept_lock = threading.Lock()
 
 
 def scratch(size: int, slot: str = "buf") -> memoryview:
@@ -35,8 +44,30 @@ def whole_scratch(size: int, slot: str = "buf") -> memoryview:
         # chunk by chunk would be cleared again at each step.
         buf = np.empty(size, np.uint8)
         _small_pages(buf)
-        setattr(_local, slot, buf)
+        if _keep(size):
+            weakref.finalize(buf, _let_go, size)
+            setattr(_local, slot, buf)
     return memoryview(buf)
+
+
+def _keep(size: int) -> bool:
+    """Whether a new buffer of `size` bytes fits the budget; counted as kept if so (the one it
+    replaces stops counting when it is freed, once the views of it in use are dropped)."""
+    with _kept_lock:
+        if _kept[0] + size > SCRATCH_BUDGET:
+            return False
+        _kept[0] += size
+        return True
+
+
+def _let_go(size: int) -> None:
+    with _kept_lock:
+        _kept[0] -= size
+
+
+def kept_scratch() -> int:
+    """The bytes of scratch buffers the threads keep now (at most SCRATCH_BUDGET)."""
+    return _kept[0]
 
 
 def trim_scratch(slot: str) -> None:
