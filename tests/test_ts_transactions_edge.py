@@ -192,11 +192,59 @@ def _repeatable_edge(lib: Any, root: str) -> dict[str, Any]:
     return out
 
 
-def test_repeatable_read_still_commits_an_edge_chunk_it_only_wrote(tmp_path):
-    """repeatable_read fails a commit once a chunk it read changed (TensorStore's merges the
-    chunks it only wrote): its edge chunks are still written unread, and commit."""
+def test_repeatable_read_commits_an_edge_chunk_it_only_wrote(tmp_path):
     expected, actual = with_each_library(_repeatable_edge, tmp_path)
     assert actual == expected == {"commit": None, "stored": 1}
+
+
+# -- repeatable_read checks the data read, and merges chunks only written ---------------------
+
+
+def _repeatable(lib: Any, root: str, case: str, sharded: bool) -> dict[str, Any]:
+    """A repeatable_read transaction writes element (0, 0) of chunk (0, 0) and another writer
+    element (1, 1): "write" alone; "write_read" reads the chunk through the transaction before
+    the other write, "read_write" before its own; "write_other_read" reads it after both;
+    "grown": another handle grows the array and writes beyond the old edge of the chunk
+    (2, 2) the transaction wrote in part."""
+    d = lib.d
+    a = _create(lib, root, sharded=sharded)
+    t = lib.Transaction(repeatable_read=True)
+    b = a.with_transaction(t)
+    out: dict[str, Any] = {}
+    if case == "grown":
+        b[d[0, 1][4, 6]].write(1).result()
+        a = a.resize(exclusive_max=[6, 9]).result()
+        a[d[0, 1][5, 8]].write(7).result()
+        a[d[0, 1][4, 7]].write(8).result()
+        out["commit"] = _attempt(t.commit_sync)
+        out["stored"] = _stored(lib, root, "zarr3")[4:6, 6:9].tolist()
+        return out
+    if case == "read_write":
+        out["read"] = b[d[0, 1][0:2, 0:3]].read().result().tolist()
+    b[d[0, 1][0, 0]].write(1).result()
+    if case == "write_read":
+        out["read"] = b[d[0, 1][0:2, 0:3]].read().result().tolist()
+    a[d[0, 1][1, 1]].write(5).result()
+    if case == "write_other_read":
+        out["read"] = _attempt(lambda: b[d[0, 1][0:2, 0:3]].read().result())
+    out["commit"] = _attempt(t.commit_sync)
+    out["stored"] = _stored(lib, root, "zarr3")[0:2, 0:3].tolist()
+    return out
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+@pytest.mark.parametrize("case", ["write", "write_read", "read_write", "write_other_read",
+                                  "grown"])
+def test_repeatable_read_fails_on_data_read_and_merges_chunks_only_written(tmp_path, case,
+                                                                           sharded):
+    expected, actual = with_each_library(_repeatable, tmp_path, case, sharded)
+    assert actual == expected
+    read_then_changed = case in ("write_read", "read_write")
+    assert (expected["commit"] == "error") == read_then_changed
+    if case == "grown":
+        assert expected["stored"] == [[1, 8, 0], [0, 0, 7]]
+    elif not read_then_changed:  # both writes kept
+        assert expected["stored"] == [[1, 0, 0], [0, 5, 0]]
 
 
 def test_ordinary_edge_writes_do_not_read_and_transactions_read_only_the_edge(counting_store):

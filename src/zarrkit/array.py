@@ -316,9 +316,18 @@ class Array(Node, SpecNode, SelectionMethods):
         if out is not None and not (plan.as_is and out.shape == plan.buffer_shape
                                     and out.dtype == self.dtype and out.flags.c_contiguous):
             out = None
-        result = chunk_io.read(self._engine, plan, out)
+        result = chunk_io.read(self._reading_engine(), plan, out)
         result = result if out is None else out  # (finish gave a view of it)
         return result[()] if result.ndim == 0 else result
+
+    def _reading_engine(self) -> chunk_io.ChunkedArray:
+        """The engine that reads the data the user asks for (a transaction counts its reads)."""
+        return self._engine
+
+    def _engine_on(self, store: KvStore) -> chunk_io.ChunkedArray:
+        """This handle's engine, its chunks read and written through `store`."""
+        return dataclasses.replace(self._engine, store=chunk_store(
+            store, self._metadata, storage.prefix_of(self.path)))
 
     def _write(self, make_plan: Callable[[], Plan], value: Any) -> None:
         """Plan and write while holding the shared shape lock, against the stored shape (so a

@@ -7,6 +7,8 @@ store before it was changed (a read-modify-write), the staging keeps what was re
 generation, or its bytes where the store hands out none. `commit` writes every staging under
 the base stores' key locks once none of those keys has changed since; otherwise it writes
 nothing and returns the changed keys, for the caller to redo its writes on the new values.
+With `repeatable`, the keys read through a `counting()` store (the reads a user asked for,
+not those a write makes to merge) are checked too, and must not have changed at all.
 
 The transaction itself (its states, atomicity rules) lives in the spec layer: a staging only
 calls `touch(staging, key, write)` before each read or write of a key and `guard()` before listings.
@@ -44,8 +46,9 @@ class Staging:
     def __init__(self, base: KvStore, touch: Callable[[Staging, str, bool], None],
                  guard: Callable[[], None], repeatable: bool = False) -> None:
         self.base = base
-        #: Reads must return what the first read of the key did, and the commit checks every
-        #: key read (TensorStore's repeatable_read).
+        #: Counted reads must return what the first counted read of the key did, and the
+        #: commit checks every key they read (TensorStore's repeatable_read, which checks the
+        #: data read, not what writes read to merge: those are redone on new values).
         self.repeatable = repeatable
         self.touch = lambda key, write=False: touch(self, key, write)
         self.guard = guard
@@ -56,14 +59,17 @@ class Staging:
         #: changed (TensorStore's "Metadata is inconsistent"); kept across a redo.
         self.validated: dict[str, Token] = {}
         self.contents: dict[str, Callable[[], Any]] = {}
+        #: With `repeatable`: the first base value each counted read saw (kept across a redo).
+        self.read: dict[str, Token] = {}
         self.reset()
 
     def reset(self) -> None:
-        """Forget everything staged and read (before the transaction's writes are redone)."""
+        """Forget everything staged, and the reads of writes (before the transaction's writes
+        are redone); not the counted reads, which the commit still checks."""
         with self.lock:
             self.values: dict[str, bytes | None] = {}  # None: deleted
             self.versions: dict[str, int] = {}
-            self.read: dict[str, Token] = {}  # the last base value read of each key
+            self.seen: dict[str, Token] = {}  # the last base value read of each key
             self.derived: dict[str, Token] = {}  # staged keys changed from a base value read
 
     # -- reading and staging -----------------------------------------------------------------
@@ -73,9 +79,10 @@ class Staging:
                 return False, None, 0
             return True, self.values[key], self.versions[key]
 
-    def read_base(self, key: str, byte_range: ByteRange | None
+    def read_base(self, key: str, byte_range: ByteRange | None, counted: bool = False
                   ) -> tuple[Buffer | None, Hashable | None]:
-        """The base store's value (part) and generation, remembering what was read."""
+        """The base store's value (part) and generation, remembering what was read (with
+        `repeatable`, a `counted` read also as what later counted reads must see)."""
         value, generation = self.base.get_with_generation(key, byte_range)
         if value is None:
             token = _MISSING
@@ -87,12 +94,23 @@ class Staging:
             if whole is not None and byte_range is not None:
                 value = byte_range.slice_of(whole)
         with self.lock:
-            first = self.read.setdefault(key, token) if self.repeatable else token
-            self.read[key] = first
+            self.seen[key] = token
+            first = self.read.setdefault(key, token) if counted and self.repeatable else token
         if first != token:
-            raise TransactionError(f"{key!r} in {self.base!r} changed since the transaction "
-                                   "(repeatable_read) read it")
+            raise _changed_since_read(key, self.base)
         return value, generation
+
+    def read_staged(self, key: str) -> None:
+        """A counted read of the staged `key`: with `repeatable`, the base value it was
+        changed from is now read too (the commit fails once it changes), and must be the one
+        an earlier counted read saw."""
+        if not self.repeatable:
+            return
+        with self.lock:
+            token = self.derived.get(key)
+            first = token if token is None else self.read.setdefault(key, token)
+        if first != token:
+            raise _changed_since_read(key, self.base)
 
     def validate(self, key: str, content: Callable[[], Any]) -> None:
         """The commit checks that `key` still holds what `content()` (the document's meaning,
@@ -108,8 +126,8 @@ class Staging:
 
     def stage(self, key: str, value: bytes | None) -> None:
         with self.lock:
-            if key not in self.values and key in self.read:
-                self.derived[key] = self.read[key]
+            if key not in self.values and key in self.seen:
+                self.derived[key] = self.seen[key]
             self.values[key] = value
             self.versions[key] = next(self.serials)
 
@@ -128,13 +146,19 @@ class Staging:
         return _MISSING if whole is None else ("bytes", as_bytes(whole))
 
     def changed(self) -> list[str]:
-        """Staged keys whose base value is no longer the one read before changing them (with
-        `repeatable`, any key read), and validated keys changed since."""
+        """Staged keys whose base value is no longer the one read before changing them, keys
+        a counted read saw (with `repeatable`) changed since, and validated keys changed."""
         with self.lock:
-            derived = {**self.read, **self.derived} if self.repeatable else dict(self.derived)
+            derived = {**self.read, **self.derived}
             validated = dict(self.validated)
         return sorted({k for k, token in derived.items() if self.current(k, token) != token}
                       | self.invalidated(validated))
+
+    def changed_reads(self) -> list[str]:
+        """The keys a counted read saw (with `repeatable`) that have changed since."""
+        with self.lock:
+            read = dict(self.read)
+        return sorted(k for k, token in read.items() if self.current(k, token) != token)
 
     def stale(self) -> list[str]:
         """Staged keys changed from a base value another writer has changed since."""
@@ -194,9 +218,10 @@ def commit(stagings: Sequence[Staging], locks: Sequence[Any] = (),
 
 class StagedStore(KvStore):
     """A base store seen through a transaction: reads answered from the staged values first,
-    writes and deletions staged (nothing reaches the base store before the commit)."""
+    writes and deletions staged (nothing reaches the base store before the commit). Its reads
+    are `counted` (see `Staging.repeatable`) in the store `counting()` returns."""
 
-    def __init__(self, staging: Staging) -> None:
+    def __init__(self, staging: Staging, counted: bool = False) -> None:
         base = staging.base
         super().__init__(read_only=base.read_only)
         self.staging = staging
@@ -204,6 +229,14 @@ class StagedStore(KvStore):
         self.driver = base.driver
         self.io_concurrency = base.io_concurrency
         self._key_locks = staging.key_locks
+        self._counted = counted
+        self._counting: StagedStore | None = self if counted else None
+
+    def counting(self) -> StagedStore:
+        """This store, its reads counted: for the data a user reads."""
+        if self._counting is None:
+            self._counting = StagedStore(self.staging, counted=True)
+        return self._counting
 
     # -- reading -----------------------------------------------------------------------------
     def get(self, key: str, byte_range: ByteRange | None = None) -> Buffer | None:
@@ -215,10 +248,12 @@ class StagedStore(KvStore):
         self.staging.touch(key)
         found, value, version = self.staging.staged(key)
         if found:
+            if self._counted:
+                self.staging.read_staged(key)
             if value is None:
                 return None, None
             return value[slice(*resolve_range(byte_range, len(value)))], ("txn", version)
-        value, generation = self.staging.read_base(key, byte_range)
+        value, generation = self.staging.read_base(key, byte_range, self._counted)
         return value, None if generation is None else ("base", generation)
 
     def get_ranges_if(self, key: str, ranges: Sequence[ByteRange], generation: Hashable | None,
@@ -284,3 +319,8 @@ class StagedStore(KvStore):
 
     def __repr__(self) -> str:
         return f"StagedStore({self.base!r})"
+
+
+def _changed_since_read(key: str, base: KvStore) -> TransactionError:
+    return TransactionError(f"{key!r} in {base!r} changed since the transaction "
+                            "(repeatable_read) read it")

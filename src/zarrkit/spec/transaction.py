@@ -19,7 +19,8 @@ the transaction's handles and its commit fail, as TensorStore's. As in TensorSto
 transaction refuses to touch a second key
 on a store that commits one key at a time (all but the memory store), and handles read the
 array's metadata document through it (so on a file store only `assume_metadata` arrays can
-use one), and `repeatable_read` fails reads and the commit once a value read has changed.
+use one), and `repeatable_read` fails reads and the commit once data a bound handle read has
+changed (a chunk it only wrote is still redone on the new values, as TensorStore merges it).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import numpy as np
 from .. import _resize_guard as guard
 from .. import storage
 from ..array import Array
+from ..engine import chunk_io
 from ..errors import TransactionError, ZarrkitError
 from ..kvstore import KvStore
 from ..kvstore.transaction import StagedStore, Staging, commit, commits_keys_together
@@ -217,8 +219,7 @@ class Transaction:
     def _commit(self) -> None:
         with self._lock:
             stagings = [self._stagings[k] for k in sorted(self._stagings, key=repr)]
-        redoable = not (self._repeatable or self._not_redoable)
-        redo = (lambda: self._redo(stagings)) if redoable else None
+        redo = None if self._not_redoable else lambda: self._redo_unless_read(stagings)
         for _ in range(_ATTEMPTS):
             changed = commit(stagings, self._shape_locks(), redo)
             if not changed:
@@ -231,13 +232,20 @@ class Transaction:
                 raise TransactionError(f"commit failed, nothing written: the metadata "
                                        f"{', '.join(opened)} changed since the transaction "
                                        "opened the array (TensorStore: metadata inconsistent)")
-            if self._repeatable or self._not_redoable:
-                why = ("it was opened with repeatable_read" if self._repeatable else
-                       f"{self._not_redoable} cannot be redone on the new values")
-                raise TransactionError(f"commit failed, nothing written: {keys} changed since "
+            read = [_describe(s, k) for s in stagings for k in s.changed_reads()]
+            if read or self._not_redoable:
+                what, why = (", ".join(read), "it was opened with repeatable_read") if read \
+                    else (keys, f"{self._not_redoable} cannot be redone on the new values")
+                raise TransactionError(f"commit failed, nothing written: {what} changed since "
                                        f"the transaction read it, and {why}")
         raise TransactionError(f"commit failed, nothing written: {keys} kept changing while "
                                f"the transaction's writes were redone {_ATTEMPTS} times")
+
+    def _redo_unless_read(self, stagings: list[Staging]) -> None:
+        """`_redo`, unless data a bound handle read has changed (repeatable_read): then the
+        commit fails whatever a redo gives."""
+        if not any(staging.changed_reads() for staging in stagings):
+            self._redo(stagings)
 
     def _redo(self, stagings: list[Staging]) -> None:
         """The transaction's writes again, on the base stores' current values."""
@@ -278,9 +286,10 @@ class Transaction:
     def _refresh(self) -> None:
         """Before a bound handle's read or write: chunks it changed partly over values another
         writer has changed since are redone on the new values (TensorStore's reads merge the
-        staged writes with the current values). A transaction that created an array, changed
-        attributes or is repeatable_read cannot be redone: its handles read what it staged."""
-        if self._repeatable or self._not_redoable or self._redoing:
+        staged writes with the current values; with repeatable_read, a read of a chunk an
+        earlier read saw that changed then fails). A transaction that created an array or
+        changed attributes cannot be redone: its handles read what it staged."""
+        if self._not_redoable or self._redoing:
             return
         # Not under self._lock: the redo's writes run on pool threads that take it.
         with self._redo_lock:
@@ -359,6 +368,15 @@ class TransactionArray(Array):
     def _cache_binding(self) -> None:
         return None  # staged chunks must not reach a cache unbound handles read from
 
+    def _reading_engine(self) -> chunk_io.ChunkedArray:
+        """The engine on the store that counts reads (repeatable_read checks the data read,
+        not the chunks writes read to merge, nor the metadata)."""
+        engine = self._engine
+        counted = self.__dict__.get("_counted")
+        if counted is None or counted[0] is not engine:
+            counted = self._counted = (engine, self._engine_on(self.store.counting()))
+        return counted[1]
+
     def _recheck_metadata(self) -> None:
         self._transaction._check_opened()
         self._transaction._refresh()  # (a redo leaves the handles on the shapes it wrote on)
@@ -388,11 +406,7 @@ class TransactionArray(Array):
         """`make_plan` counting the chunks (shards) the array's edge cuts as written in part:
         TensorStore's transaction wrote only their part inside the shape, and keeps what
         other writers store beyond it once the array grows (the commit and bound reads merge
-        it); so they are read and recorded as read, the commit's check and redo see them.
-        Not with repeatable_read, whose commit fails once a chunk read changed (TensorStore's
-        merges a chunk it only wrote): there the edge chunks stay written whole, unread."""
-        if self._transaction._repeatable:
-            return make_plan
+        it); so they are read and recorded as read, the commit's check and redo see them."""
 
         def plan() -> Any:
             planned = make_plan()  # (on this handle's shape: nothing changes it meanwhile)
