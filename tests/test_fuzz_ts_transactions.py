@@ -110,6 +110,11 @@ class Model:
         self.shape = shape
 
 
+class TensorStoreLost(Exception):
+    """TensorStore's array lost stored values where zarrkit's holds the model's: the program
+    ends (nothing more to compare)."""
+
+
 class Unknown(Exception):
     """What the model cannot tell."""
 
@@ -208,6 +213,7 @@ class _Planned(RuntimeError):
 @dataclass
 class Txn:
     atomic: bool
+    repeatable: bool = False
     state: str = "open"  # "committed" or "aborted"
     ops: list[tuple[Any, ...]] = field(default_factory=list)
     resized: bool = False
@@ -238,17 +244,29 @@ class Program:
             self.sides.append(Side(lib, where, self.setting.context(lib)))
         self.log: list[str] = [repr(self.setting)]
         self.known = True  # whether the model still knows the stored values
+        self.repeatable_committed = False
 
     # -- running a step on both --------------------------------------------------------------
     def both(self, what: str, fn: Any) -> Any:
         self.log.append(what)
         expected, actual = (side.attempt(fn) for side in self.sides)
+        if expected != actual and self.tensorstore_lost_data():
+            raise TensorStoreLost(f"seed {self.seed}: {what}")
         if expected != actual:
             why = [side.error for side, out in zip(self.sides, (expected, actual), strict=True)
                    if out == ("error",)]
             self.fail(f"{what}: tensorstore {_short(expected)} != zarrkit {_short(actual)} "
                       f"{why}{_where(expected, actual)}")
         return expected
+
+    def tensorstore_lost_data(self) -> bool:
+        """Whether the libraries differ after a repeatable_read transaction committed (or
+        failed to) while zarrkit's stored array holds the model's values: TensorStore 0.1.86
+        then loses values, stored (memory store) or in what its handles read (file store);
+        the fill value shows where the model has others."""
+        if not (self.repeatable_committed and self.known):
+            return False
+        return self.sides[1].attempt(self.fresh) == self.model.data.tolist()
 
     def fail(self, message: str) -> None:
         steps = "\n  ".join(self.log[-40:])
@@ -307,10 +325,15 @@ class Program:
     def new_txn(self) -> None:
         tid = next(self.ids)
         atomic = self.rng.random() < 0.15
-        self.log.append(f"t{tid} = Transaction(atomic={atomic})")
+        # Drawn apart, so that the programs of the seeds are what they were before. Not with
+        # a cache pool: TensorStore 0.1.86 then loses stored chunks when a repeatable_read
+        # transaction that read them commits (they read as the fill value after).
+        repeatable = not self.setting.cached and \
+            random.Random(self.seed * 1000003 + tid).random() < 0.25
+        self.log.append(f"t{tid} = Transaction(atomic={atomic}, repeatable_read={repeatable})")
         for side in self.sides:
-            side.txns[tid] = side.lib.Transaction(atomic=atomic)
-        self.txns[tid] = Txn(atomic)
+            side.txns[tid] = side.lib.Transaction(atomic=atomic, repeatable_read=repeatable)
+        self.txns[tid] = Txn(atomic, repeatable)
 
     def bind(self) -> None:
         tid = self.rng.choice(list(self.txns))
@@ -432,6 +455,7 @@ class Program:
         if txn.state != "open":
             return
         txn.state = "committed" if ok else "failed"
+        self.repeatable_committed = self.repeatable_committed or txn.repeatable
         if not ok and txn.ops:
             self.resync()
         if ok:
@@ -465,6 +489,15 @@ class Program:
             stored = stored.resize(exclusive_max=list(shape)).result(timeout=TIMEOUT)
         stored = stored.resize(exclusive_max=list(np.shape(data))).result(timeout=TIMEOUT)
         stored.write(np.asarray(data, dtype=np.int32)).result(timeout=TIMEOUT)
+        if any(t.repeatable and t.state == "open" for t in self.txns.values()):
+            # The chunks TensorStore's reset rewrote are changed for its repeatable_read
+            # transactions: zarrkit's are rewritten with the same values, changed for its too.
+            self.log.append("(zarrkit's array rewritten the same)")
+            context = zk_side.context if self.setting.kvstore == "memory" else \
+                zk_side.lib.Context()
+            zarrkit_array = zk_side.lib.open(self.setting.spec(zk_side.root),
+                                             context=context).result(timeout=TIMEOUT)
+            zarrkit_array.write(np.asarray(data, dtype=np.int32)).result(timeout=TIMEOUT)
 
     def fresh(self, side: Side, root: str | None = None) -> Any:
         """The stored array, read by a new unbound handle."""
@@ -572,7 +605,10 @@ def _short(value: Any) -> str:
 
 
 def run_seed(seed: int, tmp_path: Any) -> None:
-    Program(seed, tmp_path).run()
+    try:
+        Program(seed, tmp_path).run()
+    except TensorStoreLost:
+        pass  # (zarrkit's array was checked against the model)
 
 
 @pytest.mark.parametrize("chunk", range(10))

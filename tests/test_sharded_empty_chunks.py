@@ -327,3 +327,29 @@ def test_statistics_of_nested_shards_count_innermost_chunks(tmp_path):
                 (S[0:16:4], (False, False)), (S[0:16], (False, False))]
     for sel, want in expected:
         assert statistics(z.view[sel]) == want, sel
+
+
+def _rewritten_by_fill_where_none_is(lib, root):
+    """Whether writing the fill value over inner chunks not stored rewrites the shard."""
+    a = lib.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": f"{root}/"}},
+                 create=True, dtype="int32", shape=[8, 6], fill_value=7,
+                 chunk_layout=lib.ChunkLayout(read_chunk_shape=[2, 3],
+                                              write_chunk_shape=[4, 6])).result()
+    a[lib.d[0, 1][2:4, 3:6]].write(np.arange(6, dtype=np.int32).reshape(2, 3)).result()
+    before = os.stat(f"{root}/c/0/0")
+    a[lib.d[0, 1][0:4, 0:3]].write(7).result()  # the fill, where no inner chunk is stored
+    after = os.stat(f"{root}/c/0/0")
+    a[lib.d[0, 1][0:2, 3:6]].write(7).result()  # the fill over a stored one's neighbour
+    last = os.stat(f"{root}/c/0/0")
+    return ((before.st_ino, before.st_mtime_ns) != (after.st_ino, after.st_mtime_ns),
+            (after.st_ino, after.st_mtime_ns) != (last.st_ino, last.st_mtime_ns),
+            a.read().result()[2:4, 3:6].tolist())
+
+
+def test_writing_the_fill_where_no_inner_chunk_is_stored_leaves_the_shard_as_tensorstore(
+        tmp_path):
+    """Nothing changes: the shard is not stored again (its generation stays, as readers that
+    check it, a repeatable_read transaction's commit among them, expect)."""
+    expected = _rewritten_by_fill_where_none_is(ts, tmp_path / "ts")
+    assert _rewritten_by_fill_where_none_is(zarrkit, tmp_path / "zk") == expected
+    assert expected == (False, False, [[0, 1, 2], [3, 4, 5]])

@@ -203,7 +203,9 @@ def test_repeatable_read_commits_an_edge_chunk_it_only_wrote(tmp_path):
 def _repeatable(lib: Any, root: str, case: str, sharded: bool) -> dict[str, Any]:
     """A repeatable_read transaction writes element (0, 0) of chunk (0, 0) and another writer
     element (1, 1): "write" alone; "write_read" reads the chunk through the transaction before
-    the other write, "read_write" before its own; "write_other_read" reads it after both;
+    the other write, "read_write" before its own; "read_other_write" reads it first, and
+    writes after the other write (whose value its write then reads to merge);
+    "write_other_read" reads it after both;
     "grown": another handle grows the array and writes beyond the old edge of the chunk
     (2, 2) the transaction wrote in part."""
     d = lib.d
@@ -219,12 +221,15 @@ def _repeatable(lib: Any, root: str, case: str, sharded: bool) -> dict[str, Any]
         out["commit"] = _attempt(t.commit_sync)
         out["stored"] = _stored(lib, root, "zarr3")[4:6, 6:9].tolist()
         return out
-    if case == "read_write":
+    if case in ("read_write", "read_other_write"):
         out["read"] = b[d[0, 1][0:2, 0:3]].read().result().tolist()
+    if case == "read_other_write":
+        a[d[0, 1][1, 1]].write(5).result()
     b[d[0, 1][0, 0]].write(1).result()
     if case == "write_read":
         out["read"] = b[d[0, 1][0:2, 0:3]].read().result().tolist()
-    a[d[0, 1][1, 1]].write(5).result()
+    if case != "read_other_write":
+        a[d[0, 1][1, 1]].write(5).result()
     if case == "write_other_read":
         out["read"] = _attempt(lambda: b[d[0, 1][0:2, 0:3]].read().result())
     out["commit"] = _attempt(t.commit_sync)
@@ -233,13 +238,13 @@ def _repeatable(lib: Any, root: str, case: str, sharded: bool) -> dict[str, Any]
 
 
 @pytest.mark.parametrize("sharded", [False, True])
-@pytest.mark.parametrize("case", ["write", "write_read", "read_write", "write_other_read",
-                                  "grown"])
+@pytest.mark.parametrize("case", ["write", "write_read", "read_write", "read_other_write",
+                                  "write_other_read", "grown"])
 def test_repeatable_read_fails_on_data_read_and_merges_chunks_only_written(tmp_path, case,
                                                                            sharded):
     expected, actual = with_each_library(_repeatable, tmp_path, case, sharded)
     assert actual == expected
-    read_then_changed = case in ("write_read", "read_write")
+    read_then_changed = case in ("write_read", "read_write", "read_other_write")
     assert (expected["commit"] == "error") == read_then_changed
     if case == "grown":
         assert expected["stored"] == [[1, 8, 0], [0, 0, 7]]

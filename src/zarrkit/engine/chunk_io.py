@@ -1394,11 +1394,14 @@ def _update_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, 
                   members: list[Any], value: np.ndarray) -> None:
     """Read-modify-write of part of a shard, under the store's lock for the shard key.
 
-    Inner chunks the write does not touch keep their encoded bytes unchanged."""
+    Inner chunks the write does not touch keep their encoded bytes unchanged. A shard whose
+    inner chunks the write leaves as they were, not stored (the fill value written where none
+    is), is not stored again (as TensorStore: its generation stays, for readers checking it)."""
     key = arr.key(shard)
     inner_shape, dtype, fill = sharding.chunk_shape, arr.dtype, arr.fill_value
     with arr.store.lock(key):
         chunks = _existing_inner_chunks(sharding, key, arr.store.get(key))
+        changed = False
         for within, p in members:
             region, old = value[p.out_selection], chunks.get(within)
             keep = _kept(arr, sharding.inner, p.chunk_selection, old, p.coords)
@@ -1407,11 +1410,13 @@ def _update_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, 
             else:
                 chunk = _merged(sharding.inner, old, key, p, region, inner_shape, dtype, fill)
             encoded = _encoded(arr, sharding.inner, chunk, keep=keep)
+            changed = changed or encoded is not None or old is not None
             if encoded is None:
                 chunks.pop(within, None)
             else:
                 chunks[within] = encoded
-        _put(arr.store, key, _shard_bytes(sharding, chunks))
+        if changed:
+            _put(arr.store, key, _shard_bytes(sharding, chunks))
 
 
 def nchunks(shape: tuple[int, ...], chunks: tuple[int, ...]) -> int:

@@ -148,10 +148,10 @@ class Staging:
     def changed(self) -> list[str]:
         """Staged keys whose base value is no longer the one read before changing them, keys
         a counted read saw (with `repeatable`) changed since, and validated keys changed."""
-        with self.lock:
-            derived = {**self.read, **self.derived}
+        with self.lock:  # (a key read, then read again by a write, has both tokens)
+            tokens = [*self.read.items(), *self.derived.items()]
             validated = dict(self.validated)
-        return sorted({k for k, token in derived.items() if self.current(k, token) != token}
+        return sorted({k for k, token in tokens if self.current(k, token) != token}
                       | self.invalidated(validated))
 
     def changed_reads(self) -> list[str]:
