@@ -313,3 +313,24 @@ def test_programs_where_tensorstores_failed_commit_wrote_beyond_the_shape(tmp_pa
     writer had shrunk the array to, and the fuzzer's resynchronization (which rewrote only the
     part inside the shape) left them, to show when the array grew again."""
     run_seed(seed, tmp_path)
+
+
+def _fill_where_none_is(lib: Any, root: str) -> dict[str, Any]:
+    d = lib.d
+    a = _create(lib, root, sharded=True)
+    t = lib.Transaction()
+    b = a.with_transaction(t)
+    b[d[0, 1][0, 0:3]].write(0).result()  # the fill value, where no inner chunk is stored
+    a[d[0, 1][0:2, 0:3]].write(5).result()  # then another writer stores one there
+    out = {"read": b[d[0, 1][0:2, 0:3]].read().result().tolist()}
+    out["commit"] = _attempt(t.commit_sync)
+    out["stored"] = _stored(lib, root, "zarr3")[0:2, 0:3].tolist()
+    return out
+
+
+def test_a_transaction_keeps_its_write_of_the_fill_where_no_inner_chunk_was(tmp_path):
+    """Outside a transaction such a write changes nothing and stores nothing; in one, it is
+    staged all the same, and redone over what another writer stored there since."""
+    expected, actual = with_each_library(_fill_where_none_is, tmp_path)
+    assert actual == expected
+    assert expected["stored"] == expected["read"] == [[0, 0, 0], [5, 5, 5]]

@@ -1396,7 +1396,8 @@ def _update_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, 
 
     Inner chunks the write does not touch keep their encoded bytes unchanged. A shard whose
     inner chunks the write leaves as they were, not stored (the fill value written where none
-    is), is not stored again (as TensorStore: its generation stays, for readers checking it)."""
+    is), is not stored again (as TensorStore: its generation stays, for readers checking it),
+    unless the store stages writes (a transaction redoes them on the values then stored)."""
     key = arr.key(shard)
     inner_shape, dtype, fill = sharding.chunk_shape, arr.dtype, arr.fill_value
     with arr.store.lock(key):
@@ -1415,7 +1416,7 @@ def _update_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, 
                 chunks.pop(within, None)
             else:
                 chunks[within] = encoded
-        if changed:
+        if changed or arr.store.stages_writes:
             _put(arr.store, key, _shard_bytes(sharding, chunks))
 
 

@@ -162,6 +162,10 @@ class KvStore(ABC):
     #: of small chunks over its threads; otherwise it reads them in the calling thread, where
     #: their many short system calls hand no GIL over to another thread.
     batches_without_gil: bool = False
+    #: Whether writes are staged for a later commit (a transaction's view): a write that
+    #: leaves a value as it was is still made, for the commit to redo it on the values then
+    #: stored; elsewhere it may be left out.
+    stages_writes: bool = False
 
     def __init__(self, *, read_only: bool = False) -> None:
         self.read_only = read_only

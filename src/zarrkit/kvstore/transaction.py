@@ -221,6 +221,8 @@ class StagedStore(KvStore):
     writes and deletions staged (nothing reaches the base store before the commit). Its reads
     are `counted` (see `Staging.repeatable`) in the store `counting()` returns."""
 
+    stages_writes = True
+
     def __init__(self, staging: Staging, counted: bool = False) -> None:
         base = staging.base
         super().__init__(read_only=base.read_only)
