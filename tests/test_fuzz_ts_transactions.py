@@ -1,8 +1,9 @@
 """A seeded fuzzer of TensorStore transactions: random programs of creations, transactions,
 bindings, writes, reads, resizes, commits and aborts run step by step with `tensorstore` and
 with `zarrkit`; after every step the outcomes and what every live handle reads are compared,
-and the values against a numpy model (committed writes applied in commit order). A second part
-commits transactions while another thread writes other regions of the same chunks.
+and the values against a numpy model (committed writes applied in commit order). A quarter of
+the transactions are repeatable_read ones. A second part commits transactions while another
+thread writes other regions of the same chunks.
 
 `ZARRKIT_FUZZ_SEEDS=N` (and `ZARRKIT_FUZZ_FIRST=K`) run other seeds by hand.
 """
