@@ -259,34 +259,27 @@ def test_outputs_ask_for_huge_pages_until_one_is_slow(monkeypatch, slow):
     assert small.shape == (10,)
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux /proc needed to look")
-def test_scratch_buffers_are_on_small_pages():
-    """A thread's scratch buffer is faulted in fresh once per process, only where it is used:
-    small pages (a fresh huge page the host has not backed costs 4x as much)."""
-    import threading
-
-    from zarrkit import scratch
-
-    found = []
-
-    def in_a_thread():
-        buf = np.frombuffer(scratch.whole_scratch(5 << 20, "test-small-pages"), np.uint8)
-        buf[::4096] = 1
-        inside = -(-buf.ctypes.data // (1 << 21)) * (1 << 21)  # a whole huge page's range
-        found.append(("nh" in _vm_flags(inside), int(buf[::4096].sum()) == len(buf[::4096])))
-
-    thread = threading.Thread(target=in_a_thread)
-    thread.start()
-    thread.join()
-    assert found == [(True, True)]
-
-
 def _in_a_thread(fn):
     out = []
     thread = threading.Thread(target=lambda: out.append(fn()))
     thread.start()
     thread.join()
     return out[0]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux /proc needed to look")
+def test_scratch_buffers_are_on_small_pages():
+    """A thread's scratch buffer is faulted in fresh once per process, only where it is used:
+    small pages (a fresh huge page the host has not backed costs 4x as much)."""
+    from zarrkit import scratch
+
+    def on_small_pages():
+        buf = np.frombuffer(scratch.whole_scratch(5 << 20, "test-small-pages"), np.uint8)
+        buf[::4096] = 1
+        inside = -(-buf.ctypes.data // (1 << 21)) * (1 << 21)  # a whole huge page's range
+        return "nh" in _vm_flags(inside), int(buf[::4096].sum()) == len(buf[::4096])
+
+    assert _in_a_thread(on_small_pages) == (True, True)
 
 
 def test_threads_keep_scratch_buffers_up_to_the_budget_and_let_go_of_the_rest(monkeypatch):

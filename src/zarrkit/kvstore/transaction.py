@@ -147,31 +147,28 @@ class Staging:
 
     def changed(self) -> list[str]:
         """Staged keys whose base value is no longer the one read before changing them, keys
-        a counted read saw (with `repeatable`) changed since, and validated keys changed."""
-        with self.lock:  # (a key read, then read again by a write, has both tokens)
-            tokens = [*self.read.items(), *self.derived.items()]
-            validated = dict(self.validated)
-        return sorted({k for k, token in tokens if self.current(k, token) != token}
-                      | self.invalidated(validated))
+        a counted read saw (with `repeatable`) changed since, and validated keys changed (a
+        key read, then read again by a write, is checked against both)."""
+        return sorted(self._moved("read", "derived", "validated"))
 
     def changed_reads(self) -> list[str]:
         """The keys a counted read saw (with `repeatable`) that have changed since."""
-        with self.lock:
-            read = dict(self.read)
-        return sorted(k for k, token in read.items() if self.current(k, token) != token)
+        return sorted(self._moved("read"))
 
     def stale(self) -> list[str]:
         """Staged keys changed from a base value another writer has changed since."""
-        with self.lock:
-            derived = dict(self.derived)
-        return sorted(k for k, token in derived.items() if self.current(k, token) != token)
+        return sorted(self._moved("derived"))
 
-    def invalidated(self, validated: dict[str, Token] | None = None) -> set[str]:
+    def invalidated(self) -> set[str]:
         """The validated keys whose value changed."""
-        if validated is None:
-            with self.lock:
-                validated = dict(self.validated)
-        return {k for k, token in validated.items() if self.current(k, token) != token}
+        return self._moved("validated")
+
+    def _moved(self, *tables: str) -> set[str]:
+        """The keys of the token tables named (`read`, `derived`, `validated`) whose base
+        value is no longer the one their token records."""
+        with self.lock:  # (the tables as they are now: a redo's reset replaces them)
+            tokens = [item for name in tables for item in getattr(self, name).items()]
+        return {k for k, token in tokens if self.current(k, token) != token}
 
     def keys(self) -> list[str]:
         with self.lock:

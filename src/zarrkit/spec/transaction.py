@@ -337,6 +337,7 @@ class TransactionArray(Array):
 
     _transaction: Transaction
     _unbound: Array | None = None
+    _counted: tuple[Any, Any] | None = None  # (the engine, its counting twin)
     _changed_metadata = False
     _rechecks_metadata = True
 
@@ -372,7 +373,7 @@ class TransactionArray(Array):
         """The engine on the store that counts reads (repeatable_read checks the data read,
         not the chunks writes read to merge, nor the metadata)."""
         engine = self._engine
-        counted = self.__dict__.get("_counted")
+        counted = self._counted
         if counted is None or counted[0] is not engine:
             counted = self._counted = (engine, self._engine_on(self.store.counting()))
         return counted[1]
