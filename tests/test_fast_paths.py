@@ -304,15 +304,31 @@ def test_threads_keep_scratch_buffers_up_to_the_budget_and_let_go_of_the_rest(mo
     assert scratch.kept_scratch() == before  # the thread ended: its buffers are freed
 
 
-def test_the_scratch_budget_is_set_by_the_environment():
+def _imported_with(name, value, code):
     import subprocess
     import sys
 
-    code = "from zarrkit import scratch; print(scratch.SCRATCH_BUDGET)"
-    env = {**os.environ, "ZARRKIT_SCRATCH_BYTES": "12345"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True).stdout
-    assert out.strip() == "12345"
+    env = {**os.environ, name: value}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True)
+
+
+def test_the_scratch_budget_is_set_by_the_environment():
+    done = _imported_with("ZARRKIT_SCRATCH_BYTES", "12345",
+                          "from zarrkit import scratch; print(scratch.SCRATCH_BUDGET)")
+    assert done.returncode == 0 and done.stdout.strip() == "12345"
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("ZARRKIT_SCRATCH_BYTES", "lots"), ("ZARRKIT_THREADS", "-2"), ("ZARRKIT_BOX_BYTES", "1.5"),
+    ("ZARRKIT_SLOW_HUGE_PAGE", "slow")])
+def test_a_setting_that_is_no_number_fails_the_import_naming_it(name, value):
+    code = ("import sys\ntry:\n    import zarrkit\nexcept Exception as e:\n"
+            "    print(type(e).__module__, type(e).__name__, e)")
+    done = _imported_with(name, value, code)
+    assert done.stdout.strip() == (f"zarrkit.errors ConfigError environment variable "
+                                   f"{name}={value!r}: expected "
+                                   f"{'a number' if 'PAGE' in name else 'an integer'} >= 0")
 
 
 def test_reads_and_writes_are_whole_with_no_scratch_buffer_kept(tmp_path, monkeypatch):

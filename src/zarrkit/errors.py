@@ -5,6 +5,8 @@ Python user would expect (ValueError, KeyError, IndexError, ...), so generic han
 Messages name the node, key or field at fault.
 """
 
+import os
+
 
 class ZarrkitError(Exception):
     """Base class of every exception zarrkit raises on purpose."""
@@ -132,3 +134,23 @@ class TransactionError(StoreError, ValueError):
     aborted, an atomic one would need several keys committed as one where the store cannot,
     or its commit found a conflict it could not resolve (nothing was written). A ValueError,
     as TensorStore raises."""
+
+
+class ConfigError(ZarrkitError, ValueError):
+    """A ZARRKIT_* environment variable holds no value it takes (read at import)."""
+
+
+def env_number(name: str, default: float, kind: type = int) -> float:
+    """The environment variable `name` read as a `kind` (int or float) of at least 0, or
+    `default` when it is unset."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        what = "an integer" if kind is int else "a number"
+        raise ConfigError(f"environment variable {name}={raw!r}: expected {what} >= 0")
+    return value

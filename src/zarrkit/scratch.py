@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ctypes
 import mmap
-import os
 import sys
 import threading
 import time
 import weakref
 
 import numpy as np
+
+from .errors import env_number
 
 #: Decoded chunks up to this size may go to a thread's reused scratch buffer (see `scratch`).
 SCRATCH_LIMIT = 8 << 20
@@ -19,7 +20,7 @@ SCRATCH_LIMIT = 8 << 20
 #: keeps a buffer per use (up to SCRATCH_LIMIT or so each), so without a bound what stays
 #: allocated after a large read or write grows with the threads: a pool thread per core, and
 #: every thread of the user's that reads or writes.
-SCRATCH_BUDGET = int(os.environ.get("ZARRKIT_SCRATCH_BYTES", 256 << 20))
+SCRATCH_BUDGET = env_number("ZARRKIT_SCRATCH_BYTES", 256 << 20)
 _local = threading.local()
 _kept = [0]  # bytes of the buffers threads keep now
 _kept_lock = threading.Lock()
@@ -105,7 +106,7 @@ _HUGE = 1 << 21
 #: A huge page whose first touch takes longer than this costs more than the 512 small pages it
 #: replaces (measured on a 2-core VM: 0.2 ms for a huge page that the host has backed, 5.5 ms
 #: for one it has not, 1.4 ms for 2 MiB of small pages).
-SLOW_HUGE_PAGE = float(os.environ.get("ZARRKIT_SLOW_HUGE_PAGE", 0.0015))
+SLOW_HUGE_PAGE = env_number("ZARRKIT_SLOW_HUGE_PAGE", 0.0015, float)
 
 
 def _small_pages(buf: np.ndarray) -> None:

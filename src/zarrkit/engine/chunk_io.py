@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -21,7 +20,7 @@ from ..codecs._buffers import byte_view, nbytes
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
 from ..codecs.transpose import TransposeCodec
-from ..errors import ChunkNotFoundError, CorruptDataError, SelectionError
+from ..errors import ChunkNotFoundError, CorruptDataError, SelectionError, env_number
 from ..indexing import ChunkProjection, Plan
 from ..kvstore._util import resolve_range
 from ..kvstore.base import Buffer, ByteRange, GenerationMismatch, KvStore
@@ -214,17 +213,17 @@ def read(arr: ChunkedArray, plan: Plan, out: np.ndarray | None = None) -> np.nda
 
 #: Below this much decoded data a read runs in the calling thread: handing a few small chunks to
 #: the pool costs more (thread wake-ups, GIL hand-offs) than decoding them.
-INLINE_READ_BYTES = int(os.environ.get("ZARRKIT_INLINE_READ_BYTES", 1 << 22))
+INLINE_READ_BYTES = env_number("ZARRKIT_INLINE_READ_BYTES", 1 << 22)
 
 
 #: The same for chunks whose codecs decode slowly (zstd, gzip): a hand-off is soon worth it.
-INLINE_SLOW_READ_BYTES = int(os.environ.get("ZARRKIT_INLINE_SLOW_READ_BYTES", 1 << 16))
+INLINE_SLOW_READ_BYTES = env_number("ZARRKIT_INLINE_SLOW_READ_BYTES", 1 << 16)
 #: Chunks this small that decode fast are read in the calling thread however many there are (and
 #: written in one contiguous part per thread, `_write_small`): their work is a few short system
 #: calls, each of which hands the GIL over when other threads run, and handing them out one by
 #: one costs more than the calls (measured 1.4x slower reads with two threads; writes of 4096
 #: 16 KiB chunks 1.5-2x slower, with 3-5x the kernel time).
-INLINE_CHUNK_BYTES = int(os.environ.get("ZARRKIT_INLINE_CHUNK_BYTES", 1 << 16))
+INLINE_CHUNK_BYTES = env_number("ZARRKIT_INLINE_CHUNK_BYTES", 1 << 16)
 
 
 def _small(arr: ChunkedArray, plan: Plan) -> bool:
@@ -592,7 +591,7 @@ def _inner_bytes(key: str, rng: ByteRange, data: Buffer | None) -> Buffer:
 #: A box of whole inner chunks is decoded into a per-thread buffer of up to this many bytes,
 #: then moved into the output by one strided copy (rather than a copy, and a GIL hand-off, per
 #: inner chunk).
-BOX_BYTES = int(os.environ.get("ZARRKIT_BOX_BYTES", 2 << 20))
+BOX_BYTES = env_number("ZARRKIT_BOX_BYTES", 2 << 20)
 
 
 _Box = tuple[tuple[int, ...], tuple[int, ...], tuple[slice, ...]]  # Plan.block

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from ..errors import env_number
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -23,7 +25,7 @@ _pool: ThreadPoolExecutor | None = None
 # for the GIL at any time: 128 MiB reads 104 -> 80 ms blosc, 170 -> 131 ms sharded when dropped).
 # Network stores grow the pool for their own work (`run_all`'s width), which leaves local work
 # at this width.
-_workers = int(os.environ.get("ZARRKIT_THREADS", "0")) or max(2, os.cpu_count() or 1)
+_workers = env_number("ZARRKIT_THREADS", 0) or max(2, os.cpu_count() or 1)
 _width = _workers
 
 
