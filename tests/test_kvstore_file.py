@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import multiprocessing
 import os
@@ -423,6 +424,26 @@ def test_concurrent_delete_and_set_in_same_directory(store):
     assert errors == []
     store.set("d/e/final", b"ok")
     assert store.get("d/e/final") == b"ok"
+
+
+def test_a_directory_removed_while_another_writer_makes_it_is_made_again(store, root,
+                                                                        monkeypatch):
+    """os.makedirs raises FileExistsError when its mkdir finds the directory (another writer
+    made it) and a concurrent delete removes it before its check: the write makes it again."""
+    real, raced = os.makedirs, []
+
+    def racing(path, exist_ok=False):
+        if not raced:
+            raced.append(path)
+            raise FileExistsError(errno.EEXIST, "File exists", path)
+        real(path, exist_ok=exist_ok)
+
+    monkeypatch.setattr(os, "makedirs", racing)
+    store.set("d/e/k", b"v")
+    assert raced and store.get("d/e/k") == b"v"
+    (root / "f").write_bytes(b"a file where a directory must be")
+    with pytest.raises(StoreError, match="'f/k'"):
+        store.set("f/k", b"v")
 
 
 # -- read-only -----------------------------------------------------------------------------

@@ -684,6 +684,11 @@ class FileStore(KvStore):
             os.makedirs(path, exist_ok=True)
         except FileNotFoundError:
             pass  # a parent was removed by a concurrent delete; the caller retries
+        except FileExistsError:
+            # makedirs also raises this when a concurrent delete removed the directory between
+            # its mkdir (made by another writer) and its check: the caller retries then.
+            if os.path.lexists(path) and not os.path.isdir(path):
+                raise
 
     def _write_in(self, dir_fd: int, name: str, value: Buffer) -> bool:
         """Atomically replace `name` in the open directory; False if the directory vanished.
