@@ -36,12 +36,19 @@ def store(tmp_path):
     return FileStore(tmp_path / "root")
 
 
-@pytest.fixture(params=["batches", "per-value"])
+@pytest.fixture(params=["batches", "batches-named", "per-value"])
 def both_ways(request, monkeypatch):
-    """The same test with the C batches and without them (value by value in Python)."""
+    """The same test with the C batches and without them (value by value in Python); and with
+    the batches making every file as a temp file renamed over its name, as they do where the
+    system has no unnamed files (O_TMPFILE) or no /proc."""
     if request.param == "per-value":
         monkeypatch.setattr(_file_batch, "AVAILABLE", False)
-    return request.param
+    if request.param == "batches-named":
+        was = _file_batch._fileio.unnamed_files(False)
+        yield request.param
+        _file_batch._fileio.unnamed_files(was)
+        return
+    yield request.param
 
 
 def test_the_batches_are_built_and_used_here():
@@ -132,6 +139,25 @@ def test_batch_writes_store_every_value_and_leave_no_temp_file(store, tmp_path, 
     values[10] = b"x" * (_file_batch.MAX_BATCHED_VALUE + 1)  # large, but batched uncopied
     store.replace_many(keys, values)
     assert [bytes(store.get(k)) for k in keys] == [bytes(v) for v in values]
+    assert _temps(tmp_path) == []
+
+
+def test_an_overwrite_keeps_the_files_permission_bits(store, tmp_path, both_ways):
+    """A user's chmod of a stored value survives its replacement, in a batch and alone, as an
+    in-place rewrite would keep it; new files get 0666 less the umask."""
+    store.replace_many(["d/0", "d/1", "d/2"], [b"a", b"b", b"c"])
+    root = tmp_path / "root" / "d"
+    os.chmod(root / "0", 0o640)
+    os.chmod(root / "2", 0o600)
+    umask = os.umask(0o022)
+    try:
+        store.replace_many(["d/0", "d/1", "d/2", "d/3"], [b"A", b"B", b"C", b"D"])
+        store.set("d/0", b"AA")
+    finally:
+        os.umask(umask)
+    modes = [os.stat(root / name).st_mode & 0o777 for name in "0123"]
+    assert modes == [0o640, 0o644, 0o600, 0o644]
+    assert [store.get(f"d/{i}") for i in range(4)] == [b"AA", b"B", b"C", b"D"]
     assert _temps(tmp_path) == []
 
 
@@ -296,25 +322,28 @@ else:
 
 @pytest.mark.parametrize("how", ["set", "replace_many"])
 def test_c_writes_sync_the_file_and_then_the_directory(tmp_path, how):
-    """Seen from the kernel (strace): with fsync=True each value's file is synced before its
-    rename, and the directory after the last rename; with fsync=False nothing is."""
+    """Seen from the kernel (strace): with fsync=True each value's file is synced before it is
+    given its name (a new file's link, or a rename over an old one), and the directory after
+    the last; with fsync=False nothing is."""
     import shutil
     import subprocess
     if shutil.which("strace") is None:
         pytest.skip("strace is not installed")
     for fsync in ("0", "1"):
-        out = subprocess.run(["strace", "-f", "-e", "trace=fsync,renameat,renameat2,rename",
+        out = subprocess.run(["strace", "-f", "-e", "trace=fsync,renameat,renameat2,rename,linkat",
                               sys.executable, "-c", _SYNCED_WRITES, str(tmp_path / fsync),
                               fsync, how], capture_output=True, text=True, check=True)
         calls = [line.split("(")[0].split()[-1] for line in out.stderr.splitlines()
-                 if "fsync(" in line or "rename" in line]
-        calls = ["rename" if c.startswith("rename") else c for c in calls]
+                 if "fsync(" in line or "rename" in line or "linkat(" in line]
+        calls = ["name" if c.startswith(("rename", "linkat")) else c for c in calls]
         if fsync == "0":
-            assert calls == ["rename"] * (2 if how == "set" else 3)
-        elif how == "set":  # file, rename, directory: per value
-            assert calls == ["fsync", "rename", "fsync"] * 2
-        else:  # the batch's files, each before its rename, then its directory once
-            assert calls == ["fsync", "rename", "fsync"] + ["fsync", "rename"] * 2 + ["fsync"]
+            assert calls == ["name"] * (2 if how == "set" else 3)
+            # New files: made unnamed, and given their name once written (no temp file)
+            assert "rename" not in out.stderr and out.stderr.count("linkat(") == len(calls)
+        elif how == "set":  # file, name, directory: per value
+            assert calls == ["fsync", "name", "fsync"] * 2
+        else:  # the batch's files, each before its name, then its directory once
+            assert calls == ["fsync", "name", "fsync"] + ["fsync", "name"] * 2 + ["fsync"]
 
 
 def test_batches_with_fsync_write_every_value(tmp_path):
