@@ -276,6 +276,9 @@ static int link_unnamed(int fd, int dir_fd, const char *name)
 static int write_unnamed(int dir_fd, const char *name, const char *temp, const char *data,
                          Py_ssize_t size, int sync, int *replacing)
 {
+#ifndef O_TMPFILE
+    return 1; /* headers older than Linux 3.11 */
+#else
     if (proc_fds < 0)
         proc_fds = access("/proc/self/fd", X_OK) == 0;
     if (!proc_fds)
@@ -304,6 +307,7 @@ static int write_unnamed(int dir_fd, const char *name, const char *temp, const c
     }
     close(fd); /* an unnamed file not linked in is freed here */
     return err;
+#endif
 }
 
 /* The temp file `temp` in directory `dir_fd` made to hold `data`, then renamed over `name`
