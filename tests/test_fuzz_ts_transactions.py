@@ -275,7 +275,7 @@ class Program:
         return self.sides[1].attempt(self.fresh) == self.model.data.tolist()
 
     def fail(self, message: str) -> None:
-        steps = "\n  ".join(self.log[-40:])
+        steps = "\n  ".join(self.log[-400:])
         raise Mismatch(f"seed {self.seed}: {message}\n  {steps}")
 
     def new_handle(self, txn: int | None, shape: tuple[int, ...], make: Any) -> None:

@@ -334,3 +334,67 @@ def test_a_transaction_keeps_its_write_of_the_fill_where_no_inner_chunk_was(tmp_
     expected, actual = with_each_library(_fill_where_none_is, tmp_path)
     assert actual == expected
     assert expected["stored"] == expected["read"] == [[0, 0, 0], [5, 5, 5]]
+
+
+# -- repeatable_read: reads of what the transaction wrote whole; writes that change nothing ------
+
+
+def _reread_after_whole_write(lib: Any, root: str, sharded: bool) -> dict[str, Any]:
+    """A repeatable_read transaction reads a chunk, another writer changes it, the transaction
+    reads it again (which fails), overwrites it whole (a shard whole, when sharded) and reads
+    it once more."""
+    d = lib.d
+    a = _create(lib, root, sharded=sharded)
+    t = lib.Transaction(repeatable_read=True)
+    b = a.with_transaction(t)
+    whole = d[0, 1][0:4, 0:6] if sharded else d[0, 1][0:2, 0:3]
+    out = {"first": _attempt(lambda: b[d[0, 1][0:2, 0:3]].read().result())}
+    a[d[0, 1][0:1, 1:2]].write(2).result()  # another writer
+    out["changed"] = _attempt(lambda: b[d[0, 1][0:2, 0:3]].read().result())
+    b[whole].write(50).result()
+    out["read"] = _attempt(lambda: b[d[0, 1][0:2, 0:3]].read().result())
+    out["commit"] = _attempt(t.commit_sync)
+    out["stored"] = _stored(lib, root, "zarr3")[0:2, 0:3].tolist()
+    return out
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_a_repeatable_read_of_what_the_transaction_wrote_whole_reads_it(tmp_path, sharded):
+    """Nothing of the stored chunk goes into it, so the read checks nothing and gives the
+    transaction's values; the commit fails all the same (the first read's chunk changed).
+    Fuzzer seed 3415."""
+    expected, actual = with_each_library(
+        lambda lib, root: _reread_after_whole_write(lib, root, sharded), tmp_path)
+    assert actual == expected
+    assert expected["changed"] == "error" and expected["read"] == [[50] * 3] * 2
+    assert expected["commit"] == "error"
+    assert expected["stored"] == [[0, 2, 0], [0, 0, 0]]
+
+
+def _unchanged_by_another(lib: Any, root: str) -> dict[str, Any]:
+    """A repeatable_read transaction reads a shard; another transaction writes the fill value
+    where no inner chunk of it is stored, and commits; the first reads the shard again."""
+    d = lib.d
+    a = _create(lib, root, sharded=True)
+    a[d[0, 1][0:2, 0:3]].write(5).result()
+    t = lib.Transaction(repeatable_read=True)
+    b = a.with_transaction(t)
+    out = {"first": _attempt(lambda: b[d[0, 1][0:4, 0:6]].read().result())}
+    other = lib.Transaction()
+    a.with_transaction(other)[d[0, 1][2:4, 3:6]].write(0).result()
+    out["other"] = _attempt(other.commit_sync)
+    out["read"] = _attempt(lambda: b[d[0, 1][0:4, 0:6]].read().result())
+    b[d[0, 1][0:1, 0:1]].write(9).result()
+    out["commit"] = _attempt(t.commit_sync)
+    out["stored"] = _stored(lib, root, "zarr3")[0:2, 0:3].tolist()
+    return out
+
+
+def test_a_committed_write_that_changed_nothing_leaves_a_repeatable_read_alone(tmp_path):
+    """A transaction's write of the fill value where no inner chunk is stored changes nothing:
+    its commit does not store the shard again, so the shard a repeatable_read transaction read
+    has not changed (fuzzer seeds 2739, 2896)."""
+    expected, actual = with_each_library(_unchanged_by_another, tmp_path)
+    assert actual == expected
+    assert expected["read"] == expected["first"] and expected["commit"] is None
+    assert expected["stored"] == [[9, 5, 5], [5, 5, 5]]

@@ -1395,8 +1395,9 @@ def _update_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, 
 
     Inner chunks the write does not touch keep their encoded bytes unchanged. A shard whose
     inner chunks the write leaves as they were, not stored (the fill value written where none
-    is), is not stored again (as TensorStore: its generation stays, for readers checking it),
-    unless the store stages writes (a transaction redoes them on the values then stored)."""
+    is), is not stored again (as TensorStore: its generation stays, for readers checking it);
+    a store that stages writes stages it as unchanged (a transaction redoes it on another
+    writer's change, and otherwise does not write it)."""
     key = arr.key(shard)
     inner_shape, dtype, fill = sharding.chunk_shape, arr.dtype, arr.fill_value
     with arr.store.lock(key):
@@ -1415,8 +1416,10 @@ def _update_shard(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple[int, 
                 chunks.pop(within, None)
             else:
                 chunks[within] = encoded
-        if changed or arr.store.stages_writes:
+        if changed:
             _put(arr.store, key, _shard_bytes(sharding, chunks))
+        elif arr.store.stages_writes:
+            arr.store.set_unchanged(key, _shard_bytes(sharding, chunks))
 
 
 def nchunks(shape: tuple[int, ...], chunks: tuple[int, ...]) -> int:

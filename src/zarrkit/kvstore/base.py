@@ -163,8 +163,8 @@ class KvStore(ABC):
     #: their many short system calls hand no GIL over to another thread.
     batches_without_gil: bool = False
     #: Whether writes are staged for a later commit (a transaction's view): a write that
-    #: leaves a value as it was is still made, for the commit to redo it on the values then
-    #: stored; elsewhere it may be left out.
+    #: leaves a value as it was is still made (`set_unchanged`), for the commit to redo it on
+    #: the values then stored; elsewhere it may be left out.
     stages_writes: bool = False
 
     def __init__(self, *, read_only: bool = False) -> None:
@@ -274,6 +274,15 @@ class KvStore(ABC):
         if type(value) is not bytes:  # the common case costs one type check
             check_value(key, value)
         self._set(key, value)
+
+    def set_unchanged(self, key: str, value: Buffer | None) -> None:
+        """A write of `value` (None: a deletion) that leaves the key's stored value as it is,
+        to a store that `stages_writes` (others leave it out): staged, and written at the
+        commit only if the commit redoes it on another writer's change."""
+        if value is None:
+            self.delete(key)
+        else:
+            self.set(key, value)
 
     def replace(self, key: str, value: Buffer | None) -> None:
         """Store a whole new value for `key` (None: delete it), under `lock(key)` when

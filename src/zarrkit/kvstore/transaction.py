@@ -18,14 +18,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from itertools import count
 from typing import Any
 
 from ..errors import TransactionError, UnpicklableError
 from ._keylocks import KeyLocks
 from ._util import as_bytes, resolve_range
-from .base import Buffer, ByteRange, GenerationMismatch, KvStore, validate_key, validate_prefix
+from .base import (
+    Buffer,
+    ByteRange,
+    GenerationMismatch,
+    KvStore,
+    check_value,
+    validate_key,
+    validate_prefix,
+)
 from .memory import MemoryStore
 
 #: What a staging remembers of a base value it read: ("gen", generation), ("bytes", value),
@@ -69,6 +77,12 @@ class Staging:
         with self.lock:
             self.values: dict[str, bytes | None] = {}  # None: deleted
             self.versions: dict[str, int] = {}
+            #: Staged keys whose writes changed nothing (`stage_unchanged`): the commit writes
+            #: them only if a redo, on another writer's change, makes them change.
+            self.unchanged: set[str] = set()
+            #: Staged keys whose value no base value went into: written whole (`replace`), then
+            #: perhaps changed in part. Reading them reads nothing of the base store.
+            self.whole: set[str] = set()
             self.seen: dict[str, Token] = {}  # the last base value read of each key
             self.derived: dict[str, Token] = {}  # staged keys changed from a base value read
 
@@ -107,6 +121,8 @@ class Staging:
         if not self.repeatable:
             return
         with self.lock:
+            if key in self.whole:  # the transaction's own value: nothing of the base is read
+                return
             token = self.derived.get(key)
             first = token if token is None else self.read.setdefault(key, token)
         if first != token:
@@ -124,12 +140,27 @@ class Staging:
             self.validated.setdefault(key, token)
             self.contents[key] = content
 
-    def stage(self, key: str, value: bytes | None) -> None:
+    def stage(self, key: str, value: bytes | None, unchanged: bool = False,
+              whole: bool = False) -> None:
+        """`value` staged for `key` (None: deleted). `unchanged`: the write left the value as
+        the base store holds it (TensorStore stores nothing then); it is staged so that the
+        commit redoes it if another writer changes the key, and is otherwise not written (the
+        key's generation stays, as readers checking it expect). A key staged before keeps
+        its value. `whole`: no value read went into it (unconditional, as TensorStore's)."""
         with self.lock:
-            if key not in self.values and key in self.seen:
-                self.derived[key] = self.seen[key]
+            first = key not in self.values
+            if unchanged and not first:
+                return
+            if whole:
+                self.whole.add(key)
+                self.derived.pop(key, None)
+            elif first:  # changed from the base value (a write in part, a deletion)
+                self.whole.discard(key)
+                if key in self.seen:
+                    self.derived[key] = self.seen[key]
             self.values[key] = value
             self.versions[key] = next(self.serials)
+            (self.unchanged.add if unchanged else self.unchanged.discard)(key)
 
     # -- committing --------------------------------------------------------------------------
     def current(self, key: str, like: Token) -> Token:
@@ -177,7 +208,7 @@ class Staging:
     def write(self) -> None:
         """Store everything staged (the caller holds the keys' locks)."""
         with self.lock:
-            changes = dict(self.values)
+            changes = {k: v for k, v in self.values.items() if k not in self.unchanged}
         if isinstance(self.base, MemoryStore):
             self.base.apply_atomically(changes)
             return
@@ -306,6 +337,21 @@ class StagedStore(KvStore):
     def _delete(self, key: str) -> None:
         self.staging.touch(key, True)
         self.staging.stage(key, None)
+
+    def replace(self, key: str, value: Buffer | None) -> None:
+        with self.lock(key) if self.lock_whole_writes else nullcontext():
+            self._check_writable(key)
+            validate_key(key)
+            if value is not None and type(value) is not bytes:
+                check_value(key, value)
+            self.staging.touch(key, True)
+            self.staging.stage(key, None if value is None else as_bytes(value), whole=True)
+
+    def set_unchanged(self, key: str, value: Buffer | None) -> None:
+        self._check_writable(key)
+        validate_key(key)
+        self.staging.touch(key, True)
+        self.staging.stage(key, None if value is None else as_bytes(value), unchanged=True)
 
     # -- description -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
