@@ -77,7 +77,7 @@ class Staging:
         with self.lock:
             self.values: dict[str, bytes | None] = {}  # None: deleted
             self.versions: dict[str, int] = {}
-            #: Staged keys whose writes changed nothing (`stage_unchanged`): the commit writes
+            #: Staged keys whose writes changed nothing (`stage(unchanged=True)`): the commit writes
             #: them only if a redo, on another writer's change, makes them change.
             self.unchanged: set[str] = set()
             #: Staged keys whose value no base value went into: written whole (`replace`), then
