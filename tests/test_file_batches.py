@@ -43,12 +43,9 @@ def both_ways(request, monkeypatch):
     system has no unnamed files (O_TMPFILE) or no /proc."""
     if request.param == "per-value":
         monkeypatch.setattr(_file_batch, "AVAILABLE", False)
-    if request.param == "batches-named":
-        was = _file_batch._fileio.unnamed_files(False)
-        yield request.param
-        _file_batch._fileio.unnamed_files(was)
-        return
+    was = _file_batch._fileio.unnamed_files(request.param != "batches-named")
     yield request.param
+    _file_batch._fileio.unnamed_files(was)
 
 
 def test_the_batches_are_built_and_used_here():

@@ -340,18 +340,20 @@ class StagedStore(KvStore):
 
     def replace(self, key: str, value: Buffer | None) -> None:
         with self.lock(key) if self.lock_whole_writes else nullcontext():
-            self._check_writable(key)
-            validate_key(key)
-            if value is not None and type(value) is not bytes:
-                check_value(key, value)
-            self.staging.touch(key, True)
-            self.staging.stage(key, None if value is None else as_bytes(value), whole=True)
+            self._stage_checked(key, value, whole=True)
 
     def set_unchanged(self, key: str, value: Buffer | None) -> None:
+        self._stage_checked(key, value, unchanged=True)
+
+    def _stage_checked(self, key: str, value: Buffer | None, **how: bool) -> None:
+        """`Staging.stage` of `value` (None: a deletion) after `set`'s checks of the key and
+        the value; `how`: what kind of write it is (`whole`, `unchanged`)."""
         self._check_writable(key)
         validate_key(key)
+        if value is not None and type(value) is not bytes:
+            check_value(key, value)
         self.staging.touch(key, True)
-        self.staging.stage(key, None if value is None else as_bytes(value), unchanged=True)
+        self.staging.stage(key, None if value is None else as_bytes(value), **how)
 
     # -- description -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
