@@ -353,6 +353,38 @@ def test_c_writes_sync_the_file_and_then_the_directory(tmp_path, how):
             assert calls == ["fsync", "name", "fsync"] + ["fsync", "name"] * 2 + ["fsync"]
 
 
+_BATCH_OF_FOUR = """
+import importlib.util, os, sys
+spec = importlib.util.spec_from_file_location("_fileio", sys.argv[2])  # not all of zarrkit
+_fileio = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(_fileio)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)  # the first call strace filters
+names = tuple(f"k{i}".encode() for i in range(4))
+print(_fileio.write_files(fd, names, tuple(b".t" + n for n in names), names, False))
+"""
+
+
+def test_a_batch_tries_unnamed_files_once_where_the_file_system_refuses_them(tmp_path):
+    """On a file system without O_TMPFILE (NFS, older overlayfs; here strace makes the first
+    such open fail), a batch's first value finds out and the rest are written as temp files
+    renamed, with no failed open each."""
+    import shutil
+    import subprocess
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed")
+    d = tmp_path / "d"
+    d.mkdir()
+    out = subprocess.run(["strace", "-f", "-P", str(d), "-e", "trace=openat",
+                          "-e", "inject=openat:error=EOPNOTSUPP:when=2",
+                          sys.executable, "-c", _BATCH_OF_FOUR, str(d), _file_batch._fileio.__file__],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "(4, 0)"
+    assert sorted(os.listdir(d)) == ["k0", "k1", "k2", "k3"]
+    assert [(d / f"k{i}").read_bytes() for i in range(4)] == [f"k{i}".encode() for i in range(4)]
+    tried = out.stderr.count("O_TMPFILE")
+    assert tried == (1 if os.path.isdir("/proc/self/fd") else 0), out.stderr
+
+
 def test_batches_with_fsync_write_every_value(tmp_path):
     store = FileStore(tmp_path / "root", fsync=True)
     keys = [f"d/{i}" for i in range(20)]

@@ -270,11 +270,12 @@ static int link_unnamed(int fd, int dir_fd, const char *name)
  * then linked in: one directory entry made, where a temp file and its rename make one and move
  * it (perf, ext4: the rename and the old file's mode lookup were ~9% of the kernel time of a
  * write of 256 new chunks). When the name exists, the file is linked in as the temp file
- * `temp` instead and renamed over it (`*replacing` set). 1 when this way is not available
- * here (file system, no /proc): the caller writes the usual way; else 0 or -errno, with
- * nothing left behind. */
+ * `temp` instead and renamed over it. 1 when this way is not available here (file system, no
+ * /proc): the caller writes the usual way; else 0 or -errno, with nothing left behind. Either
+ * way but success sets `*named`: the rest of the call's files likely exist too, or are on the
+ * same file system, so they go the usual way without a failed attempt each. */
 static int write_unnamed(int dir_fd, const char *name, const char *temp, const char *data,
-                         Py_ssize_t size, int sync, int *replacing)
+                         Py_ssize_t size, int sync, int *named)
 {
 #ifndef O_TMPFILE
     return 1; /* headers older than Linux 3.11 */
@@ -287,13 +288,18 @@ static int write_unnamed(int dir_fd, const char *name, const char *temp, const c
     do {
         fd = openat(dir_fd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
     } while (fd < 0 && errno == EINTR);
-    if (fd < 0)
-        return errno == ENOENT ? -ENOENT : 1; /* ENOENT: the directory was removed */
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return -ENOENT; /* the directory was removed */
+        *named = 1; /* no O_TMPFILE on this file system (EOPNOTSUPP, EISDIR, ...) */
+        return 1;
+    }
     int err = fill_file(fd, data, size, sync);
     if (err == 0) {
         err = link_unnamed(fd, dir_fd, name);
+        if (err != 0 && err != -ENOENT)
+            *named = 1;
         if (err == -EEXIST) {
-            *replacing = 1;
             int mode = kept_mode(dir_fd, name);
             err = mode >= 0 && fchmod(fd, (mode_t)mode) < 0 ? -errno
                                                              : link_unnamed(fd, dir_fd, temp);
@@ -336,13 +342,13 @@ static int write_named(int dir_fd, const char *name, const char *temp, const cha
 }
 
 /* `data` made the value of `name` in `dir_fd` atomically: readers see the old file or the new
- * one, never a part. `*replacing`: whether earlier values of the call replaced files; then so
- * will this one, likely, and a temp file renamed over it costs less than an unnamed file that
- * fails to link first. 0 or -errno. */
+ * one, never a part. `*named`: whether an earlier value of the call replaced a file or found
+ * no unnamed files; then the usual way (a temp file renamed over the name) costs less than an
+ * unnamed file that fails to open or to link first. 0 or -errno. */
 static int write_one(int dir_fd, const char *name, const char *temp, const char *data,
-                     Py_ssize_t size, int sync, int *replacing)
+                     Py_ssize_t size, int sync, int *named)
 {
-    int err = *replacing ? 1 : write_unnamed(dir_fd, name, temp, data, size, sync, replacing);
+    int err = *named ? 1 : write_unnamed(dir_fd, name, temp, data, size, sync, named);
     return err == 1 ? write_named(dir_fd, name, temp, data, size, sync) : err;
 }
 
@@ -367,7 +373,7 @@ static PyObject *write_files(PyObject *self, PyObject *args)
     const char **name_of = NULL, **temp_of = NULL;
     Py_buffer *views = NULL;
     Py_ssize_t n = 0, acquired = 0, done = 0;
-    int err = 0, replacing = 0;
+    int err = 0, named = 0;
     PyObject *result = NULL;
     if (values == NULL)
         goto finish;
@@ -391,7 +397,7 @@ static PyObject *write_files(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     for (; done < n; done++) {
         err = write_one(dir_fd, name_of[done], temp_of[done], views[done].buf, views[done].len,
-                        sync, &replacing);
+                        sync, &named);
         if (err != 0)
             break;
     }
@@ -448,8 +454,8 @@ static int replace_locked(const char *dir_path, const char *name, const char *te
         if (dir_fd < 0)
             err = -errno;
         else {
-            int replacing = 0;
-            err = write_one(dir_fd, name, temp, data, size, sync, &replacing);
+            int named = 0;
+            err = write_one(dir_fd, name, temp, data, size, sync, &named);
             if (err == 0 && sync && fsync(dir_fd) < 0) /* makes the rename durable */
                 err = -errno;
             close(dir_fd);
