@@ -254,15 +254,36 @@ def probe(task):
     }
 
 
-def _back_memory(nbytes):
-    """Touch and free `nbytes` of memory just before a timed region. On a VM whose host takes
-    back the guest's free pages (free page reporting), the first touch of such a page costs
-    several times an ordinary one, inside the guest's kernel; a write whose page-cache pages,
-    or a read whose output, fall on them took 2-3x as long, for any library, by the luck of
-    what ran before. Pages freed here are backed, and the allocations that follow take them
-    first. A child process touches them, so that this process's peak memory stays the
-    library's. On other machines this costs a memset, untimed."""
-    subprocess.run([sys.executable, "-S", "-c", f"b'\\x01' * {int(nbytes)}"], check=True)
+_BACK_CHILD = """
+import os, sys
+anonymous, cached, scratch = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+b"\\x01" * anonymous
+if cached:  # page-cache pages: written, then dropped with the file (never written back)
+    piece = b"\\x01" * (1 << 20)
+    os.makedirs(os.path.dirname(scratch), exist_ok=True)
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        for _ in range(-(-cached // len(piece))):
+            os.write(fd, piece)
+    finally:
+        os.close(fd)
+        os.unlink(scratch)
+"""
+
+
+def _back_memory(anonymous, cached=0, scratch=""):
+    """Back memory just before a timed region. On a VM whose host takes back the guest's free
+    pages (free page reporting), the first touch of such a page costs several times an
+    ordinary one, inside the guest's kernel; a write whose page-cache pages, or a read whose
+    output, fall on them took 2-10x as long, for any library, by the luck of what ran before.
+    A child process touches and frees `anonymous` bytes of memory, then writes and deletes a
+    file of `cached` bytes at `scratch`, in 1 MiB pieces: the page cache's folios are as large
+    as the writes that fill them (up to 2 MiB), and the freed ones serve the smaller folios of
+    the chunk writes that follow (pieces of 8 MiB or 64 KiB left later 512 KiB writes as slow as
+    with none). A child, so that this process's peak memory stays the library's. On other
+    machines this costs a memset and a page-cache copy, untimed."""
+    subprocess.run([sys.executable, "-S", "-c", _BACK_CHILD, str(int(anonymous)), str(int(cached)),
+                    str(scratch)], check=True)
 
 
 def run_task(task):
@@ -276,7 +297,7 @@ def run_task(task):
         data = np.load(task["data"])
         assert data.shape == shape and data.dtype == np.dtype(dtype)
         os.sync()  # flush dirty pages of earlier repetitions outside the timed region
-        _back_memory(2 * data.nbytes)
+        _back_memory(2 * data.nbytes, data.nbytes, f"{path}.scratch")
         c0, t0 = _cpu_seconds(), time.perf_counter()
         h = lib.create(path, layout, shape, dtype)
         lib.write(h, data)
