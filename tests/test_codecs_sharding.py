@@ -188,6 +188,10 @@ def test_index_checksum_mismatch():
     ([[EMPTY, 0], [8, 8], [16, 8], [24, 8]], None),
     ([[EMPTY - 2, 8], [8, 8], [16, 8], [24, 8]], 100),
     ([[0, 8], [8, 8], [16, 8], [24, 77]], 100),  # one byte beyond
+    ([[EMPTY, 8], [8, 8], [16, 8], [24, 8]], None),  # and so without the shard's size
+    ([[0, EMPTY], [8, 8], [16, 8], [24, 8]], None),  # an end of EMPTY that does not wrap
+    ([[8, EMPTY], [8, 8], [16, 8], [24, 8]], None),
+    ([[EMPTY, EMPTY], [8, 8], [16, 8], [EMPTY, 0]], None),
 ])
 def test_bad_index_entries(entries, shard_size):
     c, _ = good_shard()
@@ -199,6 +203,8 @@ def test_bad_index_entries(entries, shard_size):
     ([[0, 8], [8, 8], [16, 8], [24, 76]], 100),  # the last ends where the index begins
     ([[EMPTY, EMPTY], [8, 8], [EMPTY, EMPTY], [24, 0]], 100),  # absent ones
     ([[0, 8], [8, 8], [16, 8], [24, 8]], None),
+    ([[EMPTY, EMPTY], [8, 8], [EMPTY, EMPTY], [24, 0]], None),
+    ([[0, 0], [EMPTY - 9, 8], [16, 8], [24, 8]], None),  # ends at EMPTY - 1: no size to exceed
 ])
 def test_good_index_entries(entries, shard_size):
     c, _ = good_shard()

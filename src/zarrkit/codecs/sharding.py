@@ -139,12 +139,13 @@ class ShardingCodec(ArrayBytesCodec):
             raise type(e)(f"{_NAME}: shard index: {e}") from e
         pairs = index.reshape(-1, 2)
         offsets, sizes = pairs[:, 0], pairs[:, 1]
-        if shard_size is not None:
-            # The usual case in three steps: every entry present and inside the shard (an end
-            # that does not wrap and lies inside has no EMPTY part). 21 -> 10 us per index.
-            ends = offsets + sizes
-            if (ends >= offsets).all() and ends.max(initial=0) <= shard_size:
-                return index
+        # The usual case in three steps: every entry present and inside the shard, or below
+        # EMPTY when its size is not known. An entry with an EMPTY part has an end that wraps
+        # or is EMPTY itself. 21 (35 without a size) -> 10 us per index.
+        ends = offsets + sizes
+        if (ends >= offsets).all() and ends.max(initial=0) <= (EMPTY - 1 if shard_size is None
+                                                                else shard_size):
+            return index
         absent = offsets == EMPTY
         bad = absent != (sizes == EMPTY)
         present = ~absent
