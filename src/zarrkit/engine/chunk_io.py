@@ -18,7 +18,7 @@ import numpy as np
 
 from ..codecs._buffers import byte_view, nbytes
 from ..codecs.chain import CodecChain
-from ..codecs.sharding import ShardingCodec
+from ..codecs.sharding import EMPTY, ShardingCodec
 from ..codecs.transpose import TransposeCodec
 from ..errors import ChunkNotFoundError, CorruptDataError, SelectionError, env_number
 from ..indexing import ChunkProjection, Plan
@@ -525,11 +525,11 @@ def _fetch_inner_chunks(arr: ChunkedArray, sharding: ShardingCodec, shard: tuple
         """(the members stored nowhere, as found; ranges of the others; those others)"""
         missing, ranges, pending = [], [], []
         for within, p in members:
-            offset, nbytes = index[within]
-            if offset == _EMPTY:
+            offset = index.item(*within, 0)  # a Python int, without an array per entry
+            if offset == EMPTY:
                 missing.append((None, p, key))
             else:
-                ranges.append(ByteRange(int(offset), int(nbytes)))
+                ranges.append(ByteRange(offset, index.item(*within, 1)))
                 pending.append(p)
         return missing, ranges, pending
 
@@ -1382,10 +1382,11 @@ def _existing_inner_chunks(sharding: ShardingCodec, key: str,
     view = memoryview(data)
     index = _decoded_index(sharding, key, sharding.index_byte_range().slice_of(view), len(view))
     chunks = {}
-    for within in np.ndindex(*sharding.chunks_per_shard):
-        offset, nbytes = index[within]
-        if offset != _EMPTY:
-            chunks[within] = view[int(offset):int(offset) + int(nbytes)]
+    pairs = index.reshape(-1, 2).tolist()  # Python ints: ~1 us less per entry than indexing
+    for within, (offset, size) in zip(np.ndindex(*sharding.chunks_per_shard), pairs,
+                                      strict=True):
+        if offset != EMPTY:
+            chunks[within] = view[offset:offset + size]
     return chunks
 
 
