@@ -331,12 +331,10 @@ class StagedStore(KvStore):
 
     # -- writing -----------------------------------------------------------------------------
     def _set(self, key: str, value: Buffer) -> None:
-        self.staging.touch(key, True)
-        self.staging.stage(key, as_bytes(value))
+        self._stage(key, value)
 
     def _delete(self, key: str) -> None:
-        self.staging.touch(key, True)
-        self.staging.stage(key, None)
+        self._stage(key, None)
 
     def replace(self, key: str, value: Buffer | None) -> None:
         with self.lock(key) if self.lock_whole_writes else nullcontext():
@@ -352,6 +350,11 @@ class StagedStore(KvStore):
         validate_key(key)
         if value is not None and type(value) is not bytes:
             check_value(key, value)
+        self._stage(key, value, **how)
+
+    def _stage(self, key: str, value: Buffer | None, **how: bool) -> None:
+        """`value` (None: a deletion) staged for `key`, a copy of it: callers may reuse their
+        buffer."""
         self.staging.touch(key, True)
         self.staging.stage(key, None if value is None else as_bytes(value), **how)
 
