@@ -19,7 +19,11 @@ TensorStore 0.1.86 bugs found on the way, which the generator avoids rather than
   `ts.IndexTransform(input_shape=[1, 2])[ts.d[1, 0].translate_by[1, -2][...]]`; and
   `ts.IndexTransform(input_shape=[3, 1, 3, 1])[np.array([0, 0, 0]), None]
   .oindex[np.array([0, 2]), 1:, 0, 0]`, `x[d[1:].transpose[2, 1].oindex[0:1, 2]]` on some
-  domains (the chains of `UNUSABLE`).
+  domains (the chains of `UNUSABLE`). The second is one case of a crash on indexing a
+  transform that maps through an index array so that its domain is or stays empty, which
+  TensorStores (not only bare IndexTransforms) hit: `t[[0, 1, 2]][:, 5:]` or
+  `t[[0, 1, 2], 5:][:]` on an array of shape [4, 5, 6]; in one step, `t[[0, 1, 2], 5:]`, it
+  does not crash (test_spec_views.py compares the two). Seed 1030 here.
 - Writing an empty array to an empty view made by an empty index array, e.g.
   `t[np.array([], np.int64)].write(np.zeros((0,), np.float32))` on a file-backed array of
   shape [1], overwrites element 0 with uninitialized memory: the map became the constant 0.
@@ -510,7 +514,7 @@ def compare_transforms(seed: int, path: Any) -> None:
 
 
 #: TensorStore 0.1.86 crashes (segmentation fault) on these chains (the module's docstring).
-UNUSABLE = {7}
+UNUSABLE = {7, 1030}
 SEEDS = [seed for seed in range(0, 250) if seed not in UNUSABLE]
 
 
