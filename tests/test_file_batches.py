@@ -385,6 +385,7 @@ def test_a_batch_tries_unnamed_files_once_where_the_file_system_refuses_them(tmp
         assert "O_TMPFILE" not in out.stderr
         return
     tried = [line for line in out.stderr.splitlines() if "O_TMPFILE" in line]
+    assert tried, out.stderr  # the batch tried an unnamed file first
     if "INJECTED" not in tried[0]:
         pytest.skip("this strace filters or injects otherwise (-P through a directory's fd)")
     assert len(tried) == 1, out.stderr
